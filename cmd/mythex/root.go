@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mythex/mythex/internal/fleet"
+)
+
+// Exit codes shared by every subcommand.
+const (
+	exitOK      = 0
+	exitFailed  = 1 // the job ran and found a failure (invariant violated, deploy failed, requests dropped)
+	exitBadUse  = 2 // bad input: flags, config; nothing was changed
+	exitUnknown = 3 // a verdict could not be reached
+)
+
+// exitError carries a specific exit code out of a subcommand.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+//lint:ignore U1000 used by subcommands as they land
+// withCode wraps err so that mythex exits with code.
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: code, err: err}
+}
+
+//lint:ignore U1000 used by subcommands as they land
+// silentExit makes mythex exit with code without printing anything more: the
+// subcommand has already reported.
+func silentExit(code int) error { return &exitError{code: code} }
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "mythex",
+		Short: "Deploys that drop zero requests; publishes that catch crashing apps",
+		Long: `mythex rolls a new version across servers behind a load balancer one at a
+time with a drain handshake, heals crashed services without fighting deploys,
+gates publishes onto a machines platform, proves its timing relations and
+measures a deploy by the requests that reached nothing.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &usageError{msg: err.Error()}
+	})
+	root.AddCommand()
+	return root
+}
+
+// run executes the CLI with args and returns the process exit code. Errors are
+// mapped to exit codes here, at one boundary.
+func run(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRootCmd()
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(os.Stderr, "mythex:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(os.Stderr, "mythex:", err)
+	if errors.Is(err, fleet.ErrInvalid) || isUsageError(err) {
+		return exitBadUse
+	}
+	return exitFailed
+}
+
+// isUsageError tells cobra's flag and argument errors apart from failures.
+func isUsageError(err error) bool {
+	var ue *usageError
+	return errors.As(err, &ue)
+}
+
+// usageError marks bad command-line use (exit 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+//lint:ignore U1000 used by subcommands as they land
+// usagef returns a usage error (exit 2) with a formatted message.
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,190 @@
+// Package fleet holds the model of mythex.yml: the hosts of a fleet, the load
+// balancer in front of them, the drain protocol of the services behind it, the
+// watchdog on each host and the rolling deploy. It loads and validates the file;
+// it does not act on it.
+//
+// Durations in the file are Go duration strings ("5s", "150s"); in code they are
+// time.Duration. Every field documents its default and unit; defaults live in one
+// place, Default.
+package fleet
+
+import "time"
+
+// Config is the whole of mythex.yml.
+type Config struct {
+	// Hosts are the servers of the fleet, deployed to in this order. Required for
+	// lb, deploy and demo; `mythex check` needs none.
+	Hosts []Host `yaml:"hosts"`
+	// LoadBalancer is the target group in front of the hosts. Required.
+	LoadBalancer LoadBalancer `yaml:"load_balancer" mythex:"required"`
+	// Drain is how a service leaves rotation. Required.
+	Drain Drain `yaml:"drain" mythex:"required"`
+	// Backend describes the services behind the load balancer. Required.
+	Backend Backend `yaml:"backend" mythex:"required"`
+	// Watchdog is the self-healing loop of each host agent.
+	Watchdog Watchdog `yaml:"watchdog"`
+	// Deploy is the rolling deploy.
+	Deploy Deploy `yaml:"deploy"`
+	// Timing holds the bounds `mythex check` uses beyond the numbers above.
+	Timing Timing `yaml:"timing"`
+}
+
+// Host is one server of the fleet.
+type Host struct {
+	// Name identifies the host in output and in the load balancer. Required, unique.
+	Name string `yaml:"name" mythex:"required"`
+	// Target is the host:port the load balancer routes to (the gateway service).
+	// Required, unique.
+	Target string `yaml:"target" mythex:"required"`
+	// Agent is the host:port of the host agent's API. Required by deploy.
+	Agent string `yaml:"agent"`
+}
+
+// LB kinds: which load balancer the fleet sits behind.
+const (
+	// KindEmbedded is `mythex lb`, with ALB target-group semantics.
+	KindEmbedded = "embedded"
+	// KindHAProxy is an HAProxy backend.
+	KindHAProxy = "haproxy"
+	// KindALB is an AWS Application Load Balancer; its documented ranges apply.
+	KindALB = "alb"
+)
+
+// Target types, as in an ALB target group.
+const (
+	// TargetTypeInstance registers the node (host) and routes to a port on it;
+	// removing one service does not deregister anything, so the deregistration
+	// delay does not govern how fast a single service leaves rotation.
+	TargetTypeInstance = "instance"
+	// TargetTypeIP registers the service's own address; deregistering it is what
+	// takes it out of rotation, after the LB's propagation delay.
+	TargetTypeIP = "ip"
+)
+
+// LoadBalancer is the load balancer's listener and target group. Field names and
+// defaults follow an AWS ALB target group.
+type LoadBalancer struct {
+	// Kind is embedded, haproxy or alb. Default embedded.
+	Kind string `yaml:"kind"`
+	// Listen is the address the embedded LB serves traffic on. Default 127.0.0.1:8080.
+	Listen string `yaml:"listen"`
+	// AdminListen is the address of the embedded LB's admin API. Default
+	// 127.0.0.1:8079; it must stay on loopback unless AdminToken is set and the
+	// operator means it.
+	AdminListen string `yaml:"admin_listen"`
+	// AdminTokenFile is a file holding the admin API's bearer token. Default: the
+	// token comes from $MYTHEX_LB_TOKEN.
+	AdminTokenFile string `yaml:"admin_token_file"`
+	// TargetType is instance or ip, as in an ALB target group. Default instance.
+	TargetType string `yaml:"target_type"`
+	// HealthCheck is the target group's active health check.
+	HealthCheck HealthCheck `yaml:"health_check"`
+	// DeregistrationDelay is how long a deregistered target may keep serving its
+	// in-flight requests (state draining) before it is cut off. ALB default 300s,
+	// range 0–3600s.
+	DeregistrationDelay time.Duration `yaml:"deregistration_delay"`
+	// IdleTimeout is how long the LB keeps an idle client or backend connection
+	// open. ALB default 60s.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// PropagationMargin is added to the time the LB needs to stop routing to a
+	// target: the control-plane delay of a real ALB (typically 10–15s). Default 0
+	// for embedded and haproxy, 15s for alb.
+	PropagationMargin time.Duration `yaml:"propagation_margin"`
+}
+
+// HealthCheck is an active HTTP health check, as in an ALB target group.
+type HealthCheck struct {
+	// Path is the HTTP path checked. Default /healthz.
+	Path string `yaml:"path"`
+	// Interval is the time between two checks of one target. ALB default 30s,
+	// range 5–300s.
+	Interval time.Duration `yaml:"interval"`
+	// Timeout is how long one check may take before it counts as failed. ALB
+	// default 5s, range 2–120s, and it must be less than Interval.
+	Timeout time.Duration `yaml:"timeout"`
+	// HealthyThreshold is the consecutive successes that make a target healthy.
+	// ALB default 5, range 2–10.
+	HealthyThreshold int `yaml:"healthy_threshold"`
+	// UnhealthyThreshold is the consecutive failures that make a target
+	// unhealthy. ALB default 2, range 2–10.
+	UnhealthyThreshold int `yaml:"unhealthy_threshold"`
+}
+
+// Drain is how a service leaves rotation: after termination starts it answers its
+// health check with 503 and keeps serving real traffic for ServePeriod, then shuts
+// down gracefully within ShutdownTimeout.
+type Drain struct {
+	// PreStop is a wait before the service is even told to drain (a Kubernetes
+	// preStop sleep); it counts inside the stop grace period. Default 0.
+	PreStop time.Duration `yaml:"pre_stop"`
+	// ServePeriod (D) is how long real traffic is still served after the health
+	// check starts failing. Required.
+	ServePeriod time.Duration `yaml:"serve_period" mythex:"required"`
+	// ShutdownTimeout (S) bounds the graceful shutdown after ServePeriod:
+	// in-flight requests get this long to finish. Required.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout" mythex:"required"`
+	// Max (M) is the longest a deploy lets one host drain. Default 150s.
+	Max time.Duration `yaml:"max"`
+}
+
+// Backend describes the services behind the load balancer.
+type Backend struct {
+	// KeepAliveIdleTimeout is how long a service keeps an idle keep-alive
+	// connection open. It must exceed the LB's IdleTimeout. Required.
+	KeepAliveIdleTimeout time.Duration `yaml:"keepalive_idle_timeout" mythex:"required"`
+	// StopGracePeriod (G) is the time from SIGTERM to SIGKILL (compose
+	// stop_grace_period; Docker default 10s). Default 10s.
+	StopGracePeriod time.Duration `yaml:"stop_grace_period"`
+	// LongestRequest is the longest a request to the service may take; in-flight
+	// requests are cut when the drain leaves less than this before SIGKILL.
+	// Default 0 (not checked beyond ShutdownTimeout).
+	LongestRequest time.Duration `yaml:"longest_request"`
+}
+
+// Watchdog is the host agent's self-healing loop.
+type Watchdog struct {
+	// Interval (W) is the time between two rounds. Default 60s.
+	Interval time.Duration `yaml:"interval"`
+	// FailuresBeforeHeal (K) is the consecutive failed checks before a service is
+	// healed. Default 4; one is never enough.
+	FailuresBeforeHeal int `yaml:"failures_before_heal"`
+}
+
+// Drain modes: how a deploy takes a host out of rotation.
+const (
+	// DrainModeDeregister deregisters the target through the LB admin API, waits
+	// until the LB reports it out of rotation, then stops the services.
+	DrainModeDeregister = "deregister"
+	// DrainModeHealth flips the service's health endpoint (SIGTERM → 503) and
+	// waits until the LB's health checks take it out of rotation.
+	DrainModeHealth = "health"
+	// DrainModeBoth deregisters and flips health.
+	DrainModeBoth = "both"
+)
+
+// Deploy is the rolling deploy.
+type Deploy struct {
+	// BatchSize is how many hosts are deployed at once. Default 1.
+	BatchSize int `yaml:"batch_size"`
+	// Verify lists the services checked on every host before a deploy may
+	// succeed. Default: every service of the definition.
+	Verify []string `yaml:"verify"`
+	// DrainMode is deregister, health or both. Default both.
+	DrainMode string `yaml:"drain_mode"`
+	// Compose is the path of the one compose file that defines what a host runs,
+	// relative to mythex.yml. Required by deploy.
+	Compose string `yaml:"compose"`
+	// LeaseTTL is how long a host lease lives without renewal; if the deploy
+	// dies, the host returns to its last good state after this. Default 30s.
+	LeaseTTL time.Duration `yaml:"lease_ttl"`
+}
+
+// Timing holds the bounds `mythex check` holds the numbers to.
+type Timing struct {
+	// QuickReturnMax bounds healthy threshold × interval: how long a new version
+	// waits to come back into rotation. Default 30s.
+	QuickReturnMax time.Duration `yaml:"quick_return_max"`
+	// Margin is extra headroom required by the overlap and grace invariants.
+	// Default 0.
+	Margin time.Duration `yaml:"margin"`
+}

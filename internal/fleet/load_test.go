@@ -1,0 +1,132 @@
+package fleet
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const minimal = `load_balancer:
+  health_check:
+    interval: 5s
+drain:
+  serve_period: 15s
+  shutdown_timeout: 10s
+backend:
+  keepalive_idle_timeout: 75s
+`
+
+func TestLoad_Seeds(t *testing.T) {
+	for _, name := range []string{"before.yml", "after.yml"} {
+		t.Run(name, func(t *testing.T) {
+			l, err := Load(filepath.Join("..", "..", "examples", "seed", name))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if len(l.Hosts) != 3 {
+				t.Errorf("hosts = %d, want 3", len(l.Hosts))
+			}
+		})
+	}
+}
+
+func TestParse_Defaults(t *testing.T) {
+	l, err := Parse("m.yml", []byte(minimal))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	hc := l.LoadBalancer.HealthCheck
+	if hc.Interval != 5*time.Second || hc.Timeout != 5*time.Second || hc.HealthyThreshold != 5 || hc.UnhealthyThreshold != 2 {
+		t.Errorf("health check = %+v, want interval 5s from file and ALB defaults otherwise", hc)
+	}
+	if l.LoadBalancer.DeregistrationDelay != 300*time.Second || l.Backend.StopGracePeriod != 10*time.Second {
+		t.Errorf("defaults not applied: %+v %+v", l.LoadBalancer, l.Backend)
+	}
+	if !l.Set["load_balancer.health_check.interval"] || l.Set["load_balancer.health_check.timeout"] {
+		t.Errorf("Set = %v", l.Set)
+	}
+}
+
+func TestParse_ALBPropagationDefault(t *testing.T) {
+	l, err := Parse("m.yml", []byte(strings.Replace(minimal, "load_balancer:\n", "load_balancer:\n  kind: alb\n", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.LoadBalancer.PropagationMargin != albPropagationDefault {
+		t.Errorf("propagation margin = %v, want %v", l.LoadBalancer.PropagationMargin, albPropagationDefault)
+	}
+}
+
+func TestParse_Errors(t *testing.T) {
+	cases := []struct {
+		name      string
+		yaml      string
+		wantLine  int
+		wantField string
+		wantMsg   string
+	}{
+		{"unknown key with suggestion", strings.Replace(minimal, "  health_check:", "  helth_check:", 1), 2, "load_balancer.helth_check", `did you mean "health_check"`},
+		{"missing required", "load_balancer: {}\ndrain:\n  serve_period: 15s\n  shutdown_timeout: 1s\n", 1, "backend", "required field is missing"},
+		{"missing nested required", strings.Replace(minimal, "  shutdown_timeout: 10s\n", "", 1), 5, "drain.shutdown_timeout", "required"},
+		{"malformed duration", strings.Replace(minimal, "interval: 5s", "interval: 5x", 1), 3, "load_balancer.health_check.interval", "malformed duration"},
+		{"bare number duration", strings.Replace(minimal, "interval: 5s", "interval: 5", 1), 3, "load_balancer.health_check.interval", "bare number"},
+		{"negative duration", strings.Replace(minimal, "serve_period: 15s", "serve_period: -15s", 1), 5, "drain.serve_period", "negative"},
+		{"wrong type", minimal + "watchdog:\n  failures_before_heal: four\n", 10, "watchdog.failures_before_heal", "whole number"},
+		{"enum", minimal + "deploy:\n  drain_mode: sideways\n", 10, "deploy.drain_mode", "must be one of"},
+		{"duplicate host", minimal + "hosts:\n  - {name: a, target: 127.0.0.1:1}\n  - {name: a, target: 127.0.0.1:2}\n", 11, "hosts[1].name", "unique"},
+		{"bad target", minimal + "hosts:\n  - {name: a, target: nowhere}\n", 10, "hosts[0].target", "host:port"},
+		{"zero interval", strings.Replace(minimal, "interval: 5s", "interval: 0s", 1), 3, "load_balancer.health_check.interval", "more than 0"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("m.yml", []byte(tc.yaml))
+			if err == nil {
+				t.Fatal("Parse succeeded, want error")
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("error %v does not match ErrInvalid", err)
+			}
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("error %T is not a *FieldError", err)
+			}
+			if fe.Field != tc.wantField || fe.Line != tc.wantLine || !strings.Contains(fe.Msg, tc.wantMsg) {
+				t.Errorf("got %q (field %s line %d), want field %s line %d containing %q", err, fe.Field, fe.Line, tc.wantField, tc.wantLine, tc.wantMsg)
+			}
+			if !strings.HasPrefix(err.Error(), "m.yml:") {
+				t.Errorf("error %q does not name the file", err)
+			}
+		})
+	}
+}
+
+func TestLoad_MissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yml"))
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("err = %v, want ErrNotExist", err)
+	}
+}
+
+func TestConfig_Scaled(t *testing.T) {
+	l, err := Parse("m.yml", []byte(minimal+"hosts:\n  - {name: a, target: 127.0.0.1:1}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := l.Config.Scaled(0.1)
+	if s.Drain.ServePeriod != 1500*time.Millisecond || s.LoadBalancer.HealthCheck.Interval != 500*time.Millisecond {
+		t.Errorf("scaled = %v %v", s.Drain.ServePeriod, s.LoadBalancer.HealthCheck.Interval)
+	}
+	if s.LoadBalancer.HealthCheck.UnhealthyThreshold != 2 {
+		t.Errorf("thresholds must not scale")
+	}
+	if l.Drain.ServePeriod != 15*time.Second {
+		t.Errorf("original modified")
+	}
+	s.Hosts[0].Name = "b"
+	if l.Hosts[0].Name != "a" {
+		t.Errorf("hosts shared")
+	}
+}

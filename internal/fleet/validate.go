@@ -1,0 +1,90 @@
+package fleet
+
+import (
+	"fmt"
+	"net"
+	"slices"
+)
+
+// Validate checks a Config built in code the way Load checks a file: enums,
+// positive intervals and thresholds, unique hosts. It returns the problems
+// joined, each a *FieldError matching ErrInvalid, or nil. Timing relations
+// between fields are not checked here; that is `mythex check` (package timing).
+func (c *Config) Validate() error {
+	p := &problems{lines: map[string]int{}}
+	c.validate(p)
+	return p.err()
+}
+
+func (c *Config) validate(p *problems) {
+	lb := &c.LoadBalancer
+	oneOf(p, "load_balancer.kind", lb.Kind, KindEmbedded, KindHAProxy, KindALB)
+	oneOf(p, "load_balancer.target_type", lb.TargetType, TargetTypeInstance, TargetTypeIP)
+	hc := &lb.HealthCheck
+	if hc.Path == "" || hc.Path[0] != '/' {
+		p.add("load_balancer.health_check.path", "must be an absolute HTTP path like /healthz, got %q", hc.Path)
+	}
+	positive(p, "load_balancer.health_check.interval", hc.Interval)
+	positive(p, "load_balancer.health_check.timeout", hc.Timeout)
+	atLeast(p, "load_balancer.health_check.healthy_threshold", hc.HealthyThreshold, 1)
+	atLeast(p, "load_balancer.health_check.unhealthy_threshold", hc.UnhealthyThreshold, 1)
+	positive(p, "load_balancer.idle_timeout", lb.IdleTimeout)
+	hostPort(p, "load_balancer.listen", lb.Listen)
+	hostPort(p, "load_balancer.admin_listen", lb.AdminListen)
+
+	positive(p, "drain.serve_period", c.Drain.ServePeriod)
+	positive(p, "drain.max", c.Drain.Max)
+	positive(p, "backend.keepalive_idle_timeout", c.Backend.KeepAliveIdleTimeout)
+	positive(p, "backend.stop_grace_period", c.Backend.StopGracePeriod)
+	positive(p, "watchdog.interval", c.Watchdog.Interval)
+	atLeast(p, "watchdog.failures_before_heal", c.Watchdog.FailuresBeforeHeal, 1)
+	atLeast(p, "deploy.batch_size", c.Deploy.BatchSize, 1)
+	oneOf(p, "deploy.drain_mode", c.Deploy.DrainMode, DrainModeDeregister, DrainModeHealth, DrainModeBoth)
+	positive(p, "deploy.lease_ttl", c.Deploy.LeaseTTL)
+	positive(p, "timing.quick_return_max", c.Timing.QuickReturnMax)
+
+	names := map[string]int{}
+	targets := map[string]int{}
+	for i, h := range c.Hosts {
+		f := fmt.Sprintf("hosts[%d]", i)
+		if j, dup := names[h.Name]; dup && h.Name != "" {
+			p.add(f+".name", "host name %q is also used by hosts[%d]; names must be unique", h.Name, j)
+		}
+		names[h.Name] = i
+		if j, dup := targets[h.Target]; dup && h.Target != "" {
+			p.add(f+".target", "target %q is also used by hosts[%d]; each host needs its own", h.Target, j)
+		}
+		targets[h.Target] = i
+		if h.Name == "" {
+			p.add(f+".name", "must not be empty")
+		}
+		hostPort(p, f+".target", h.Target)
+		if h.Agent != "" {
+			hostPort(p, f+".agent", h.Agent)
+		}
+	}
+}
+
+func oneOf(p *problems, field, got string, allowed ...string) {
+	if !slices.Contains(allowed, got) {
+		p.add(field, "must be one of %v, got %q", allowed, got)
+	}
+}
+
+func positive(p *problems, field string, d interface{ Seconds() float64 }) {
+	if d.Seconds() <= 0 {
+		p.add(field, "must be more than 0, got %v; set a duration like 5s", d)
+	}
+}
+
+func atLeast(p *problems, field string, got, low int) {
+	if got < low {
+		p.add(field, "must be at least %d, got %d", low, got)
+	}
+}
+
+func hostPort(p *problems, field, addr string) {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		p.add(field, "must be host:port like 127.0.0.1:8080, got %q", addr)
+	}
+}
