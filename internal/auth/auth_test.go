@@ -1,0 +1,83 @@
+package auth
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestBearer(t *testing.T) {
+	h := Bearer("s3cret", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	cases := []struct {
+		name   string
+		header string
+		want   int
+	}{
+		{"no header", "", http.StatusUnauthorized},
+		{"wrong token", "Bearer nope", http.StatusUnauthorized},
+		{"prefix of token", "Bearer s3cre", http.StatusUnauthorized},
+		{"wrong scheme", "Basic s3cret", http.StatusUnauthorized},
+		{"right token", "Bearer s3cret", http.StatusTeapot},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest("GET", "/v1/targets", nil)
+			if tc.header != "" {
+				r.Header.Set("Authorization", tc.header)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != tc.want {
+				t.Errorf("status = %d, want %d", w.Code, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadToken(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "token")
+	if err := os.WriteFile(file, []byte(" abc\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("MYTHEX_TEST_TOKEN", "fromenv")
+	t.Setenv("MYTHEX_TEST_EMPTY", "")
+	cases := []struct {
+		name, file, env, want string
+		wantErr               error
+	}{
+		{"file wins", file, "MYTHEX_TEST_TOKEN", "abc", nil},
+		{"env", "", "MYTHEX_TEST_TOKEN", "fromenv", nil},
+		{"nothing", "", "MYTHEX_TEST_EMPTY", "", ErrNoToken},
+		{"empty file", empty, "MYTHEX_TEST_TOKEN", "", ErrNoToken},
+		{"missing file", filepath.Join(dir, "nope"), "", "", os.ErrNotExist},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := LoadToken(tc.file, tc.env)
+			if !errors.Is(err, tc.wantErr) || got != tc.want {
+				t.Errorf("LoadToken = %q, %v; want %q, %v", got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestIsLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:80": true, "localhost:1": true, "[::1]:9": true, "127.0.0.5:1": true,
+		":8080": false, "0.0.0.0:1": false, "10.0.0.1:1": false, "nonsense": false,
+	} {
+		if got := IsLoopback(addr); got != want {
+			t.Errorf("IsLoopback(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}
