@@ -30,8 +30,9 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-//lint:ignore U1000 used by subcommands as they land
 // withCode wraps err so that mythex exits with code.
+//
+//lint:ignore U1000 used by subcommands as they land
 func withCode(code int, err error) error {
 	if err == nil {
 		return nil
@@ -39,9 +40,10 @@ func withCode(code int, err error) error {
 	return &exitError{code: code, err: err}
 }
 
-//lint:ignore U1000 used by subcommands as they land
 // silentExit makes mythex exit with code without printing anything more: the
 // subcommand has already reported.
+//
+//lint:ignore U1000 used by subcommands as they land
 func silentExit(code int) error { return &exitError{code: code} }
 
 func newRootCmd() *cobra.Command {
@@ -98,8 +100,9 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
-//lint:ignore U1000 used by subcommands as they land
 // usagef returns a usage error (exit 2) with a formatted message.
+//
+//lint:ignore U1000 used by subcommands as they land
 func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
