@@ -105,7 +105,9 @@ func TestService_SpecHash(t *testing.T) {
 		same   bool
 	}{
 		{"unchanged copy", func(*Service) {}, true},
-		{"environment value", func(s *Service) { s.Environment = map[string]string{EnvVersion: "v1", EnvService: "api", "MYTHEX_APP_SERVICE": "other"} }, false},
+		{"environment value", func(s *Service) {
+			s.Environment = map[string]string{EnvVersion: "v1", EnvService: "api", "MYTHEX_APP_SERVICE": "other"}
+		}, false},
 		{"version", func(s *Service) { s.Version = "v2" }, false},
 		{"grace period", func(s *Service) { s.StopGracePeriod = time.Second }, false},
 		{"argv", func(s *Service) { s.Command = []string{"--listen", "127.0.0.1:2"} }, false},
