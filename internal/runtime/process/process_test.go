@@ -393,4 +393,3 @@ func TestProcess_StopContextEnds(t *testing.T) {
 		t.Errorf("status = %+v, want killed at the deadline", st)
 	}
 }
-
