@@ -37,9 +37,9 @@
 // following must hold in the deployment; `mythex check` evaluates all of them
 // from a fleet's mythex.yml and prints each one's slack:
 //
-//   - overlap: D > detection time = health check interval × unhealthy threshold
-//     + health check timeout (ALB terms; with ALB defaults 30s × 2 + 5s = 65s;
-//     with the write-up's tuned 5s × 2 + 2s = 12s, which D = 15s beats), plus a
+//   - overlap: D > detection time = (health check interval × unhealthy
+//     threshold) + health check timeout (ALB terms; with ALB defaults
+//     30s × 2 + 5s = 65s; with the write-up's tuned 5s × 2 + 2s = 12s, which D = 15s beats), plus a
 //     margin for the load balancer's own propagation. Otherwise the load
 //     balancer still routes to a server that has stopped listening: 502s.
 //   - grace: D + S ≤ stop grace period (compose stop_grace_period; Docker's
