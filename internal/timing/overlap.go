@@ -55,6 +55,10 @@ func evalOverlap(c *fleet.Config) []clause {
 			return fmt.Sprintf("by the conservative ALB rule an ip target may still get new requests until deregistration_delay %s ends; the listener closes %s before that",
 				fmtDur(rm.worst), fmtDur(rm.worst-closed))
 		}
+		if rm.path == byHealthCheck {
+			return fmt.Sprintf("with propagation_max %s the LB may route until %s; the listener closes %s before that",
+				fmtDur(propagationMax(c)), fmtDur(rm.worst), fmtDur(rm.worst-closed))
+		}
 		return fmt.Sprintf("the LB has been seen to take up to propagation_max %s to stop routing; the listener closes %s before that",
 			fmtDur(rm.worst), fmtDur(rm.worst-closed))
 	})}
