@@ -92,8 +92,9 @@ type LoadBalancer struct {
 	// open. ALB default 60s.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
 	// PropagationMargin is added to the time the LB needs to stop routing to a
-	// target: the control-plane delay of a real ALB (typically 10–15s). Default 0
-	// for embedded and haproxy, 15s for alb.
+	// target: the control-plane delay of a real ALB (typically 10–15s), or the
+	// discovery lag of kind other (a poll interval, an endpoint update). Default
+	// 15s for alb, 0 otherwise.
 	PropagationMargin time.Duration `yaml:"propagation_margin"`
 	// PropagationMax is the longest the LB has been seen to take to stop
 	// routing, where that is longer than PropagationMargin: AWS gives no bound

@@ -7,7 +7,8 @@ import (
 )
 
 // Validate checks a Config built in code the way Load checks a file: enums,
-// positive intervals and thresholds, unique hosts. It returns the problems
+// positive intervals and thresholds, no negative durations, propagation_max
+// not below propagation_margin, unique hosts. It returns the problems
 // joined, each a *FieldError matching ErrInvalid, or nil. Timing relations
 // between fields are not checked here; that is `mythex check` (package timing).
 func (c *Config) Validate() error {

@@ -26,7 +26,7 @@ func TestCheckTimeout_Eval(t *testing.T) {
 		}, level: Pass, slack: 300 * time.Millisecond, formula: "timeout 0.2s < interval 0.5s"},
 		{name: "kind other: nothing to check", edit: func(c *fleet.Config) {
 			c.LoadBalancer.Kind, c.LoadBalancer.HealthCheck.Timeout = fleet.KindOther, 10*sec
-		}, level: Pass, noSlack: true, formula: "nothing to check"},
+		}, level: Pass, noSlack: true, formula: "not checked for load_balancer.kind other"},
 		{name: "ALB in range", edit: alb(nil), level: Pass, slack: 3 * sec},
 		{name: "ALB interval under 5s", edit: alb(func(c *fleet.Config) { c.LoadBalancer.HealthCheck.Interval = 4 * sec }),
 			level: Fail, noSlack: true, formula: "interval 4s within the ALB's 5s–300s", noteMatch: "AWS API rejects it"},

@@ -24,7 +24,3 @@ func fmtDur(d time.Duration) string {
 	}
 	return d.String()
 }
-
-// FormatDuration is fmtDur for callers outside the package (the CLI prints
-// slack with it).
-func FormatDuration(d time.Duration) string { return fmtDur(d) }

@@ -81,7 +81,7 @@ func evaluate(inv invariant, c *fleet.Config) Result {
 	cls := inv.eval(c)
 	res := Result{Name: inv.name}
 	if len(cls) == 0 {
-		res.Formula = "nothing to check for this load balancer kind"
+		res.Formula = fmt.Sprintf("not checked for load_balancer.kind %s: no vendor rules apply", c.LoadBalancer.Kind)
 		return res
 	}
 	order := slices.Clone(cls)
