@@ -3,6 +3,7 @@ module github.com/mythex/mythex
 go 1.26.0
 
 require (
+	github.com/gofrs/flock v0.13.2
 	github.com/mattn/go-isatty v0.0.24
 	github.com/spf13/cobra v1.10.2
 	go.yaml.in/yaml/v3 v3.0.6
