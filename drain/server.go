@@ -54,13 +54,17 @@ type Server struct {
 
 	stopCtx context.Context // cancelled to cut the shutdown short
 	stop    context.CancelFunc
+
+	conns connTracker
 }
 
 // New wraps srv so that it drains as cfg says. It applies cfg's defaults,
 // replaces srv.Handler with a handler that answers cfg.HealthPath and adds
 // "Connection: close" to every response once draining (a nil srv.Handler means
 // http.DefaultServeMux, as in net/http), and sets srv.IdleTimeout to
-// cfg.IdleTimeout. It returns an error wrapping [ErrInvalidConfig] (naming the
+// cfg.IdleTimeout, and chains a hook in front of srv.ConnState (which still
+// gets every call) to know which connections have requests in flight. It
+// returns an error wrapping [ErrInvalidConfig] (naming the
 // field and the fix) when cfg is out of range, and leaves srv untouched then.
 func New(srv *http.Server, cfg Config) (*Server, error) {
 	if srv == nil {
@@ -85,6 +89,7 @@ func New(srv *http.Server, cfg Config) (*Server, error) {
 	}
 	srv.Handler = s.handler(next)
 	srv.IdleTimeout = c.IdleTimeout
+	srv.ConnState = s.conns.hook(srv.ConnState)
 	return s, nil
 }
 
@@ -178,17 +183,24 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	sctx, cancel := context.WithTimeout(s.stopCtx, s.cfg.ShutdownTimeout)
 	defer cancel()
 	err := s.srv.Shutdown(sctx)
+	cut := 0
 	if err != nil && sctx.Err() != nil {
-		_ = s.srv.Close() // cut what is left; its error repeats a listener close error
-		if s.stopCtx.Err() != nil {
-			err = ErrStopped
-		} else {
-			err = fmt.Errorf("%w (shutdown timeout %s)", ErrShutdownTimeout, s.cfg.ShutdownTimeout)
-		}
-		log.Warn("drain: shutdown cut in-flight requests", "err", err, "after", time.Since(shutdownStart))
+		// Out of time (or stopped): count what is really in flight, then cut
+		// everything left.
+		cut = s.conns.active()
+		_ = s.srv.Close() // its only error repeats a listener close error
+	}
+	// Shutdown's only other error is a listener close error, harmless now.
+	err = nil
+	switch {
+	case cut > 0 && s.stopCtx.Err() != nil:
+		err = ErrStopped
+	case cut > 0:
+		err = fmt.Errorf("%w (shutdown timeout %s)", ErrShutdownTimeout, s.cfg.ShutdownTimeout)
+	}
+	if err != nil {
+		log.Warn("drain: shutdown cut in-flight requests", "err", err, "requests_cut", cut, "after", time.Since(shutdownStart))
 	} else {
-		// Shutdown's only other error is a listener close error, harmless now.
-		err = nil
 		log.Info("drain: shutdown complete", "shutdown_took", time.Since(shutdownStart), "drain_took", time.Since(s.drainStart))
 	}
 	if served != nil {
