@@ -59,4 +59,11 @@
 // period was skipped. A third one stops the server now, closing every
 // connection. Set [Config.IgnoreRepeatedSignals] to make the drain always run
 // its full course whatever arrives after the first signal.
+//
+// Signals are handled from the moment Serve is called. Before that (while the
+// program boots, or between net.Listen and Serve) a SIGTERM has its default
+// effect and kills the process, resetting any connection already waiting in
+// the listener's queue. To close that window, pass Serve a context from
+// signal.NotifyContext made at the top of main: cancelling the context starts
+// the drain too, and the signal policy above still applies to later signals.
 package drain
