@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 )
 
@@ -53,9 +54,15 @@ func TestServer_Handler(t *testing.T) {
 	}
 }
 
+// registerOnDefaultMux registers the test's handler on http.DefaultServeMux
+// once per process (-count=N runs the test N times).
+var registerOnDefaultMux sync.Once
+
 func TestNew_NilHandlerIsDefaultServeMux(t *testing.T) {
 	const path = "/drain-test-default-mux"
-	http.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("mux")) })
+	registerOnDefaultMux.Do(func() {
+		http.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("mux")) })
+	})
 	srv := &http.Server{}
 	if _, err := New(srv, Config{NoSignals: true, Logger: discardLogger()}); err != nil {
 		t.Fatal(err)
