@@ -137,7 +137,9 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 // It returns nil when every in-flight request finished in time;
 // [ErrShutdownTimeout] or [ErrStopped] (wrapped) when some were cut;
 // [ErrServeStopped] wrapping the cause when the http.Server stopped serving on
-// its own (e.g. ln failed) — in-flight requests still get the shutdown timeout;
+// its own (e.g. ln failed; the drain starts then and the serve period is
+// skipped, as nothing is accepted any more, but in-flight requests still get
+// the shutdown timeout);
 // [ErrAlreadyServing] on a second call. Serve takes ownership of ln.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if !s.serving.CompareAndSwap(false, true) {
@@ -154,29 +156,39 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	served := make(chan error, 1)
 	go func() { served <- s.srv.Serve(ln) }()
 
+	// serveFailed records that the http.Server stopped serving on its own:
+	// nothing is accepted any more, so there is no serve period to wait out,
+	// but the connections it had still get the graceful shutdown.
+	var serveErr error
+	serveFailed := func(err error) {
+		served = nil
+		serveErr = fmt.Errorf("%w: %w", ErrServeStopped, err)
+		log.Error("drain: the server stopped serving on its own; shutting down", "err", err)
+		s.begin("the server stopped serving")
+	}
+
 	// Serving, until the drain starts.
 	select {
 	case err := <-served:
-		return fmt.Errorf("%w: %w", ErrServeStopped, err)
+		serveFailed(err)
 	case <-ctx.Done():
 		s.begin("context done: " + context.Cause(ctx).Error())
 	case <-s.drainCh:
 	}
 
 	// The serve period: keep listening and serving.
-	var serveErr error
-	period := time.NewTimer(s.cfg.ServePeriod - time.Since(s.drainStart))
-	select {
-	case <-period.C:
-		log.Info("drain: serve period over; shutting down", "serve_period", s.cfg.ServePeriod, "shutdown_timeout", s.cfg.ShutdownTimeout)
-	case <-s.skipCh:
-		// Logged where the skip was decided.
-	case err := <-served:
-		served = nil
-		serveErr = fmt.Errorf("%w: %w", ErrServeStopped, err)
-		log.Error("drain: the server stopped serving during the serve period", "err", err, "after", time.Since(s.drainStart))
+	if served != nil {
+		period := time.NewTimer(s.cfg.ServePeriod - time.Since(s.drainStart))
+		select {
+		case <-period.C:
+			log.Info("drain: serve period over; shutting down", "serve_period", s.cfg.ServePeriod, "shutdown_timeout", s.cfg.ShutdownTimeout)
+		case <-s.skipCh:
+			// Logged where the skip was decided.
+		case err := <-served:
+			serveFailed(err)
+		}
+		period.Stop()
 	}
-	period.Stop()
 
 	// The graceful shutdown, bounded by the shutdown timeout.
 	shutdownStart := time.Now()

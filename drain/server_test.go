@@ -323,6 +323,74 @@ func TestServer_Serve_ListenerFails(t *testing.T) {
 	})
 }
 
+// breakingListener is a pipeListener whose Accept fails for good once broken.
+type breakingListener struct {
+	*pipeListener
+	broken chan struct{}
+}
+
+func (l *breakingListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.broken:
+		return nil, errBrokenListener
+	}
+}
+
+func TestServer_Serve_ListenerBreaksWithRequestInFlight(t *testing.T) {
+	for _, draining := range []bool{false, true} {
+		name := map[bool]string{false: "before the drain", true: "during the serve period"}[draining]
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ln := &breakingListener{newPipeListener(), make(chan struct{})}
+				srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					time.Sleep(3 * time.Second)
+					_, _ = w.Write([]byte("done"))
+				})}
+				d, err := New(srv, Config{ServePeriod: testD, ShutdownTimeout: testS, NoSignals: true, Logger: discardLogger()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				errc := make(chan error, 1)
+				go func() { errc <- d.Serve(context.Background(), ln) }()
+				if draining {
+					d.Drain()
+				}
+				tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return ln.Dial(ctx) }}
+				defer tr.CloseIdleConnections()
+				got := make(chan string, 1)
+				go func() {
+					resp, err := (&http.Client{Transport: tr}).Get("http://app/")
+					if err != nil {
+						got <- err.Error()
+						return
+					}
+					defer resp.Body.Close()
+					b, _ := io.ReadAll(resp.Body)
+					got <- string(b)
+				}()
+				time.Sleep(time.Second)
+				close(ln.broken)
+				err = <-errc
+				if !errors.Is(err, ErrServeStopped) || !errors.Is(err, errBrokenListener) {
+					t.Errorf("Serve = %v, want ErrServeStopped wrapping the listener's error", err)
+				}
+				if body := <-got; body != "done" {
+					t.Errorf("in-flight request got %q, want \"done\" (the shutdown lets it finish)", body)
+				}
+				if took := time.Since(start); took < 3*time.Second || took > 4*time.Second {
+					t.Errorf("Serve returned after %s, want once the 3s request is done, without a serve period", took)
+				}
+				if !d.Draining() {
+					t.Error("Draining() = false after the server stopped serving")
+				}
+			})
+		})
+	}
+}
+
 func TestServer_ListenAndServe_BadAddress(t *testing.T) {
 	srv := &http.Server{Addr: "127.0.0.1:-1"}
 	d, err := New(srv, Config{NoSignals: true, Logger: discardLogger()})
