@@ -41,9 +41,10 @@ type Server struct {
 	// subscribe starts delivery of the configured signals; the test hook.
 	subscribe func(sigs []os.Signal) (<-chan os.Signal, func())
 
-	serving  atomic.Bool
-	draining atomic.Bool
-	done     chan struct{}
+	serving   atomic.Bool
+	draining  atomic.Bool
+	servingCh chan struct{} // closed once Serve handles signals and accepts
+	done      chan struct{}
 
 	drainOnce  sync.Once
 	drainStart time.Time     // written once, before drainCh closes
@@ -78,6 +79,7 @@ func New(srv *http.Server, cfg Config) (*Server, error) {
 		srv:       srv,
 		cfg:       c,
 		subscribe: notifySignals,
+		servingCh: make(chan struct{}),
 		done:      make(chan struct{}),
 		drainCh:   make(chan struct{}),
 		skipCh:    make(chan struct{}),
@@ -105,6 +107,13 @@ func (s *Server) Drain() { s.begin("Drain called") }
 
 // Draining reports whether the drain has started.
 func (s *Server) Draining() bool { return s.draining.Load() }
+
+// Serving returns a channel closed once Serve handles the configured signals
+// and has started accepting on its listener: announce readiness ("listening
+// on …") after it, so that a supervisor reacting to that announcement with
+// SIGTERM gets a drain, not the signal's default effect. It is never closed if
+// Serve is never called.
+func (s *Server) Serving() <-chan struct{} { return s.servingCh }
 
 // Done returns a channel closed when Serve (or ListenAndServe) has returned:
 // the drain and shutdown are over, or serving failed. It is never closed if
@@ -155,6 +164,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 	served := make(chan error, 1)
 	go func() { served <- s.srv.Serve(ln) }()
+	close(s.servingCh)
 
 	// serveFailed records that the http.Server stopped serving on its own:
 	// nothing is accepted any more, so there is no serve period to wait out,

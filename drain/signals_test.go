@@ -192,3 +192,41 @@ func TestServer_Signals_SubscribesConfiguredSignals(t *testing.T) {
 		}
 	})
 }
+
+func TestServer_Serving_AfterSignalsAreHandled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &http.Server{}
+		d, err := New(srv, Config{ServePeriod: time.Second, Logger: discardLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sigs := make(chan os.Signal, 1)
+		servingWhenSubscribed := true
+		d.subscribe = func([]os.Signal) (<-chan os.Signal, func()) {
+			select {
+			case <-d.Serving():
+			default:
+				servingWhenSubscribed = false
+			}
+			return sigs, func() {}
+		}
+		select {
+		case <-d.Serving():
+			t.Fatal("Serving() closed before Serve")
+		default:
+		}
+		errc := make(chan error, 1)
+		go func() { errc <- d.Serve(t.Context(), newPipeListener()) }()
+		<-d.Serving()
+		if servingWhenSubscribed {
+			t.Error("Serving() was closed before Serve subscribed to signals")
+		}
+		sigs <- syscall.SIGTERM // handled: drains rather than kills
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+		if !d.Draining() {
+			t.Error("a signal right after Serving() did not start the drain")
+		}
+	})
+}

@@ -91,11 +91,17 @@ func serve(ctx context.Context, c config, d deps) int {
 		log.Error("app: bad drain settings", "err", err)
 		return exitUsage
 	}
-	log.Info("app: listening", "addr", ln.Addr().String(), "host", c.HostName, "health_path", c.HealthPath,
-		"drain_serve_period", c.DrainServePeriod, "shutdown_timeout", c.ShutdownTimeout, "idle_timeout", srv.IdleTimeout)
-
 	served := make(chan error, 1)
 	go func() { served <- dr.Serve(ctx, ln) }()
+	select {
+	case <-dr.Serving():
+		// Announced only now that SIGTERM drains: whoever waits for this line
+		// may signal at once.
+		log.Info("app: listening", "addr", ln.Addr().String(), "host", c.HostName, "health_path", c.HealthPath,
+			"drain_serve_period", c.DrainServePeriod, "shutdown_timeout", c.ShutdownTimeout, "idle_timeout", srv.IdleTimeout)
+	case err := <-served:
+		return stopped(log, err)
+	}
 	select {
 	case err := <-served:
 		return stopped(log, err)
