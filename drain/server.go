@@ -28,7 +28,7 @@ var (
 	// ErrServeStopped: the http.Server stopped serving on its own (a listener
 	// error, or someone called its Shutdown or Close directly) before the serve
 	// period ended. The underlying error is wrapped too.
-	ErrServeStopped = errors.New("drain: the server stopped serving before the serve period ended")
+	ErrServeStopped = errors.New("drain: the server stopped serving on its own")
 )
 
 // Server drains one http.Server. Make it with [New]; its methods are safe for
@@ -62,7 +62,7 @@ type Server struct {
 // New wraps srv so that it drains as cfg says. It applies cfg's defaults,
 // replaces srv.Handler with a handler that answers cfg.HealthPath and adds
 // "Connection: close" to every response once draining (a nil srv.Handler means
-// http.DefaultServeMux, as in net/http), and sets srv.IdleTimeout to
+// http.DefaultServeMux, as in net/http), sets srv.IdleTimeout to
 // cfg.IdleTimeout, and chains a hook in front of srv.ConnState (which still
 // gets every call) to know which connections have requests in flight. It
 // returns an error wrapping [ErrInvalidConfig] (naming the
@@ -109,7 +109,7 @@ func (s *Server) Drain() { s.begin("Drain called") }
 func (s *Server) Draining() bool { return s.draining.Load() }
 
 // Serving returns a channel closed once Serve handles the configured signals
-// and has started accepting on its listener: announce readiness ("listening
+// and has handed its listener to http.Server.Serve: announce readiness ("listening
 // on …") after it, so that a supervisor reacting to that announcement with
 // SIGTERM gets a drain, not the signal's default effect. It is never closed if
 // Serve is never called.
