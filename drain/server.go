@@ -67,6 +67,8 @@ type Server struct {
 // gets every call) to know which connections have requests in flight. It
 // returns an error wrapping [ErrInvalidConfig] (naming the
 // field and the fix) when cfg is out of range, and leaves srv untouched then.
+// Finish configuring srv (Handler, timeouts, ConnState) before calling New: a
+// Handler set afterwards bypasses the health endpoint and "Connection: close".
 func New(srv *http.Server, cfg Config) (*Server, error) {
 	if srv == nil {
 		return nil, fmt.Errorf("%w: srv is nil; pass the *http.Server to drain", ErrInvalidConfig)
