@@ -59,4 +59,13 @@
 // period was skipped. A third one stops the server now, closing every
 // connection. Set [Config.IgnoreRepeatedSignals] to make the drain always run
 // its full course whatever arrives after the first signal.
+//
+// Signals are handled from the moment Serve is called; [Server.Serving] says
+// when that is, so announce readiness after it. Before that (while the program
+// boots, or between net.Listen and Serve) a SIGTERM has its default effect and
+// kills the process, resetting any connection already waiting in the
+// listener's queue. To close that window too, pass Serve a context from
+// signal.NotifyContext made at the top of main: cancelling the context starts
+// the drain as well (a signal caught that way does not count as the first one
+// of the policy above).
 package drain

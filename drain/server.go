@@ -28,7 +28,7 @@ var (
 	// ErrServeStopped: the http.Server stopped serving on its own (a listener
 	// error, or someone called its Shutdown or Close directly) before the serve
 	// period ended. The underlying error is wrapped too.
-	ErrServeStopped = errors.New("drain: the server stopped serving before the serve period ended")
+	ErrServeStopped = errors.New("drain: the server stopped serving on its own")
 )
 
 // Server drains one http.Server. Make it with [New]; its methods are safe for
@@ -41,9 +41,10 @@ type Server struct {
 	// subscribe starts delivery of the configured signals; the test hook.
 	subscribe func(sigs []os.Signal) (<-chan os.Signal, func())
 
-	serving  atomic.Bool
-	draining atomic.Bool
-	done     chan struct{}
+	serving   atomic.Bool
+	draining  atomic.Bool
+	servingCh chan struct{} // closed once Serve handles signals and accepts
+	done      chan struct{}
 
 	drainOnce  sync.Once
 	drainStart time.Time     // written once, before drainCh closes
@@ -54,14 +55,20 @@ type Server struct {
 
 	stopCtx context.Context // cancelled to cut the shutdown short
 	stop    context.CancelFunc
+
+	conns connTracker
 }
 
 // New wraps srv so that it drains as cfg says. It applies cfg's defaults,
 // replaces srv.Handler with a handler that answers cfg.HealthPath and adds
 // "Connection: close" to every response once draining (a nil srv.Handler means
-// http.DefaultServeMux, as in net/http), and sets srv.IdleTimeout to
-// cfg.IdleTimeout. It returns an error wrapping [ErrInvalidConfig] (naming the
+// http.DefaultServeMux, as in net/http), sets srv.IdleTimeout to
+// cfg.IdleTimeout, and chains a hook in front of srv.ConnState (which still
+// gets every call) to know which connections have requests in flight. It
+// returns an error wrapping [ErrInvalidConfig] (naming the
 // field and the fix) when cfg is out of range, and leaves srv untouched then.
+// Finish configuring srv (Handler, timeouts, ConnState) before calling New: a
+// Handler set afterwards bypasses the health endpoint and "Connection: close".
 func New(srv *http.Server, cfg Config) (*Server, error) {
 	if srv == nil {
 		return nil, fmt.Errorf("%w: srv is nil; pass the *http.Server to drain", ErrInvalidConfig)
@@ -74,6 +81,7 @@ func New(srv *http.Server, cfg Config) (*Server, error) {
 		srv:       srv,
 		cfg:       c,
 		subscribe: notifySignals,
+		servingCh: make(chan struct{}),
 		done:      make(chan struct{}),
 		drainCh:   make(chan struct{}),
 		skipCh:    make(chan struct{}),
@@ -85,6 +93,7 @@ func New(srv *http.Server, cfg Config) (*Server, error) {
 	}
 	srv.Handler = s.handler(next)
 	srv.IdleTimeout = c.IdleTimeout
+	srv.ConnState = s.conns.hook(srv.ConnState)
 	return s, nil
 }
 
@@ -100,6 +109,13 @@ func (s *Server) Drain() { s.begin("Drain called") }
 
 // Draining reports whether the drain has started.
 func (s *Server) Draining() bool { return s.draining.Load() }
+
+// Serving returns a channel closed once Serve handles the configured signals
+// and has handed its listener to http.Server.Serve: announce readiness ("listening
+// on …") after it, so that a supervisor reacting to that announcement with
+// SIGTERM gets a drain, not the signal's default effect. It is never closed if
+// Serve is never called.
+func (s *Server) Serving() <-chan struct{} { return s.servingCh }
 
 // Done returns a channel closed when Serve (or ListenAndServe) has returned:
 // the drain and shutdown are over, or serving failed. It is never closed if
@@ -132,7 +148,9 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 // It returns nil when every in-flight request finished in time;
 // [ErrShutdownTimeout] or [ErrStopped] (wrapped) when some were cut;
 // [ErrServeStopped] wrapping the cause when the http.Server stopped serving on
-// its own (e.g. ln failed) — in-flight requests still get the shutdown timeout;
+// its own (e.g. ln failed; the drain starts then and the serve period is
+// skipped, as nothing is accepted any more, but in-flight requests still get
+// the shutdown timeout);
 // [ErrAlreadyServing] on a second call. Serve takes ownership of ln.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if !s.serving.CompareAndSwap(false, true) {
@@ -148,47 +166,65 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 	served := make(chan error, 1)
 	go func() { served <- s.srv.Serve(ln) }()
+	close(s.servingCh)
+
+	// serveFailed records that the http.Server stopped serving on its own:
+	// nothing is accepted any more, so there is no serve period to wait out,
+	// but the connections it had still get the graceful shutdown.
+	var serveErr error
+	serveFailed := func(err error) {
+		served = nil
+		serveErr = fmt.Errorf("%w: %w", ErrServeStopped, err)
+		log.Error("drain: the server stopped serving on its own; shutting down", "err", err)
+		s.begin("the server stopped serving")
+	}
 
 	// Serving, until the drain starts.
 	select {
 	case err := <-served:
-		return fmt.Errorf("%w: %w", ErrServeStopped, err)
+		serveFailed(err)
 	case <-ctx.Done():
 		s.begin("context done: " + context.Cause(ctx).Error())
 	case <-s.drainCh:
 	}
 
 	// The serve period: keep listening and serving.
-	var serveErr error
-	period := time.NewTimer(s.cfg.ServePeriod - time.Since(s.drainStart))
-	select {
-	case <-period.C:
-		log.Info("drain: serve period over; shutting down", "serve_period", s.cfg.ServePeriod, "shutdown_timeout", s.cfg.ShutdownTimeout)
-	case <-s.skipCh:
-		// Logged where the skip was decided.
-	case err := <-served:
-		served = nil
-		serveErr = fmt.Errorf("%w: %w", ErrServeStopped, err)
-		log.Error("drain: the server stopped serving during the serve period", "err", err, "after", time.Since(s.drainStart))
+	if served != nil {
+		period := time.NewTimer(s.cfg.ServePeriod - time.Since(s.drainStart))
+		select {
+		case <-period.C:
+			log.Info("drain: serve period over; shutting down", "serve_period", s.cfg.ServePeriod, "shutdown_timeout", s.cfg.ShutdownTimeout)
+		case <-s.skipCh:
+			// Logged where the skip was decided.
+		case err := <-served:
+			serveFailed(err)
+		}
+		period.Stop()
 	}
-	period.Stop()
 
 	// The graceful shutdown, bounded by the shutdown timeout.
 	shutdownStart := time.Now()
 	sctx, cancel := context.WithTimeout(s.stopCtx, s.cfg.ShutdownTimeout)
 	defer cancel()
 	err := s.srv.Shutdown(sctx)
+	cut := 0
 	if err != nil && sctx.Err() != nil {
-		_ = s.srv.Close() // cut what is left; its error repeats a listener close error
-		if s.stopCtx.Err() != nil {
-			err = ErrStopped
-		} else {
-			err = fmt.Errorf("%w (shutdown timeout %s)", ErrShutdownTimeout, s.cfg.ShutdownTimeout)
-		}
-		log.Warn("drain: shutdown cut in-flight requests", "err", err, "after", time.Since(shutdownStart))
+		// Out of time (or stopped): count what is really in flight, then cut
+		// everything left.
+		cut = s.conns.active()
+		_ = s.srv.Close() // its only error repeats a listener close error
+	}
+	// Shutdown's only other error is a listener close error, harmless now.
+	err = nil
+	switch {
+	case cut > 0 && s.stopCtx.Err() != nil:
+		err = ErrStopped
+	case cut > 0:
+		err = fmt.Errorf("%w (shutdown timeout %s)", ErrShutdownTimeout, s.cfg.ShutdownTimeout)
+	}
+	if err != nil {
+		log.Warn("drain: shutdown cut in-flight requests", "err", err, "requests_cut", cut, "after", time.Since(shutdownStart))
 	} else {
-		// Shutdown's only other error is a listener close error, harmless now.
-		err = nil
 		log.Info("drain: shutdown complete", "shutdown_took", time.Since(shutdownStart), "drain_took", time.Since(s.drainStart))
 	}
 	if served != nil {

@@ -33,6 +33,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		signal.Ignore(syscall.SIGTERM)
 		sigs = []os.Signal{os.Interrupt}
 	}
+	// Catch the signals from the first instant too, not only once drain.Serve
+	// has subscribed: a SIGTERM between listening and Serve then starts the
+	// drain (through ctx) instead of killing the process with connections in
+	// its accept queue, and one during the start delay stops the boot.
+	ctx, stop := signal.NotifyContext(ctx, sigs...)
+	defer stop()
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	return serve(ctx, c, deps{listen: net.Listen, log: log, signals: sigs})
 }

@@ -31,7 +31,8 @@ type deps struct {
 // returns 1 without listening; otherwise it waits the start delay, listens,
 // serves until drained (signal or ctx) or until the crash-after time, which
 // returns c.CrashExitCode at once, closing every connection as a crash would.
-// Crash times count from the call, which is the process start.
+// Crash times count from the call, which is the process start. ctx done before
+// listening stops the boot (exit 0); once serving, it starts the drain.
 func serve(ctx context.Context, c config, d deps) int {
 	start := time.Now()
 	log := d.log.With("service", c.Service, "version", c.Version)
@@ -54,6 +55,8 @@ func serve(ctx context.Context, c config, d deps) int {
 		select {
 		case <-t.C:
 		case <-ctx.Done():
+			log.Info("app: stopped before the boot crash")
+			return exitOK
 		}
 		log.Error("app: crash on start (--crash-on-start)", "exit_code", exitFailure, "after", time.Since(start))
 		return exitFailure
@@ -88,11 +91,17 @@ func serve(ctx context.Context, c config, d deps) int {
 		log.Error("app: bad drain settings", "err", err)
 		return exitUsage
 	}
-	log.Info("app: listening", "addr", ln.Addr().String(), "host", c.HostName, "health_path", c.HealthPath,
-		"drain_serve_period", c.DrainServePeriod, "shutdown_timeout", c.ShutdownTimeout, "idle_timeout", srv.IdleTimeout)
-
 	served := make(chan error, 1)
 	go func() { served <- dr.Serve(ctx, ln) }()
+	select {
+	case <-dr.Serving():
+		// Announced only now that SIGTERM drains: whoever waits for this line
+		// may signal at once.
+		log.Info("app: listening", "addr", ln.Addr().String(), "host", c.HostName, "health_path", c.HealthPath,
+			"drain_serve_period", c.DrainServePeriod, "shutdown_timeout", c.ShutdownTimeout, "idle_timeout", srv.IdleTimeout)
+	case err := <-served:
+		return stopped(log, err)
+	}
 	select {
 	case err := <-served:
 		return stopped(log, err)
