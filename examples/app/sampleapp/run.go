@@ -1,4 +1,9 @@
-package main
+// Package sampleapp is mythex's sample HTTP service behind examples/app and
+// `mythex sample-app`: it reports who answered (service, version, host), drains
+// on SIGTERM with package drain, and can be told to boot slowly, crash, ignore
+// SIGTERM or stay unhealthy, so that load balancer, deploy and publish tests and
+// the demo have something real to run.
+package sampleapp
 
 import (
 	"context"
@@ -13,9 +18,12 @@ import (
 	"syscall"
 )
 
-// run is the whole program behind main: `app check URL`, or serve. It returns
-// the exit code; logs and errors go to stderr.
-func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
+// Run is the whole sample app: `app check URL`, or serve (flags and
+// MYTHEX_APP_* variables, read through getenv, as in examples/app/README.md).
+// It returns the process exit code: 0 drained and shut down, 1 could not
+// listen or crashed on purpose, 2 bad input, or the --crash-exit-code. Logs and
+// errors go to stderr. It catches SIGTERM and SIGINT itself.
+func Run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "check" {
 		return runCheck(ctx, args[1:], stderr)
 	}
