@@ -16,6 +16,7 @@ import (
 // service runs; a new agent on the same state adopts it, keeps logging its
 // output, checks its health and stops it gracefully.
 func TestProcess_AdoptAfterAgentRestart(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	first, err := New(Options{StateDir: state})
 	if err != nil {
@@ -75,6 +76,7 @@ func TestProcess_AdoptAfterAgentRestart(t *testing.T) {
 // TestProcess_AdoptFindsDeadProcess: a service that died while no agent ran
 // is reported exited, exit code unknown, and can be started again.
 func TestProcess_AdoptFindsDeadProcess(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	first, err := New(Options{StateDir: state})
 	if err != nil {
@@ -106,6 +108,7 @@ func TestProcess_AdoptFindsDeadProcess(t *testing.T) {
 // TestProcess_AdoptIgnoresReusedPID: a record whose pid now belongs to
 // another process (different start time) is not adopted.
 func TestProcess_AdoptIgnoresReusedPID(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	first, err := New(Options{StateDir: state})
 	if err != nil {

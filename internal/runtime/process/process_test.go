@@ -17,6 +17,7 @@ import (
 )
 
 func TestProcess_StartStop(t *testing.T) {
+	t.Parallel()
 	p := newProcess(t, Options{})
 	report := tempPath(t, "report.json")
 	svc := withHTTPHealth(t, childService(t, "api", "v1", map[string]string{"CHILD_REPORT": report}))
@@ -55,7 +56,10 @@ func TestProcess_StartStop(t *testing.T) {
 	}
 }
 
-func TestProcess_StopKillsAtGraceDeadline(t *testing.T) {
+// TestProcess_StopKillsProcessGroup: SIGTERM and SIGKILL reach the whole
+// process group, so a grandchild that ignores SIGTERM dies with the service.
+func TestProcess_StopKillsProcessGroup(t *testing.T) {
+	t.Parallel()
 	p := newProcess(t, Options{})
 	gcPID := tempPath(t, "grandchild.pid")
 	svc := childService(t, "gateway", "v1", map[string]string{"CHILD_IGNORE_TERM": "1", "CHILD_GRANDCHILD_PID": gcPID})
@@ -83,6 +87,7 @@ func TestProcess_StopKillsAtGraceDeadline(t *testing.T) {
 }
 
 func TestProcess_StopUsesSpecGrace(t *testing.T) {
+	t.Parallel()
 	p := newProcess(t, Options{})
 	svc := childService(t, "api", "v1", map[string]string{"CHILD_IGNORE_TERM": "1"})
 	svc.StopGracePeriod = 300 * time.Millisecond
@@ -93,43 +98,8 @@ func TestProcess_StopUsesSpecGrace(t *testing.T) {
 	}
 }
 
-func TestProcess_SlowDrainWithinGrace(t *testing.T) {
-	p := newProcess(t, Options{})
-	svc := childService(t, "api", "v1", map[string]string{"CHILD_TERM_DELAY": "300ms", "CHILD_TERM_CODE": "0"})
-	mustStart(t, p, svc)
-	waitFile(t, p.LogPath("api"))
-	res := mustStop(t, p, "api", 10*time.Second)
-	if res.Killed || res.Took < 300*time.Millisecond || res.ExitCode != 0 {
-		t.Errorf("stop result = %+v, want a 300ms drain, not killed", res)
-	}
-}
-
-func TestProcess_ExitCodeAndRestartCount(t *testing.T) {
-	p := newProcess(t, Options{})
-	svc := childService(t, "publish-worker", "v1", map[string]string{"CHILD_EXIT_AFTER": "100ms", "CHILD_EXIT_CODE": "3"})
-	mustStart(t, p, svc)
-	st := waitStatus(t, p, "publish-worker", "exited", func(s runtime.ServiceStatus) bool { return s.State == runtime.StateExited })
-	if st.ExitCode != 3 || st.RestartCount != 0 || st.Signal != "" {
-		t.Errorf("after the first exit: %+v, want exit 3, restart count 0", st)
-	}
-	firstPID := st.PID
-	// The runtime does not restart it: still exited a while later.
-	mustStart(t, p, svc)
-	st = waitStatus(t, p, "publish-worker", "restarted", func(s runtime.ServiceStatus) bool { return s.RestartCount == 1 })
-	if st.ID != "publish-worker-"+svc.SpecHash()[:12] || st.PID == firstPID {
-		t.Errorf("restart: %+v, want the same instance with a new pid", st)
-	}
-	st = waitStatus(t, p, "publish-worker", "exited again", func(s runtime.ServiceStatus) bool { return s.State == runtime.StateExited })
-	if st.ExitCode != 3 || st.RestartCount != 1 {
-		t.Errorf("after the second exit: %+v", st)
-	}
-	all, _ := p.Status(context.Background())
-	if len(all) != 1 {
-		t.Errorf("%d instances, want 1 (a restart reuses the instance)", len(all))
-	}
-}
-
 func TestProcess_KilledFromOutside(t *testing.T) {
+	t.Parallel()
 	p := newProcess(t, Options{})
 	mustStart(t, p, childService(t, "api", "v1", nil))
 	st := waitStatus(t, p, "api", "running", func(s runtime.ServiceStatus) bool { return s.PID > 0 })
@@ -178,6 +148,7 @@ func TestProcess_Environment(t *testing.T) {
 }
 
 func TestProcess_NoShell(t *testing.T) {
+	t.Parallel()
 	p := newProcess(t, Options{})
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "pwned")
@@ -196,6 +167,7 @@ func TestProcess_NoShell(t *testing.T) {
 }
 
 func TestProcess_LogRotation(t *testing.T) {
+	t.Parallel()
 	p := newProcess(t, Options{LogMaxSizeMB: 1, LogMaxBackups: 10})
 	const total = 2_600_000
 	svc := childService(t, "orchestrator", "v1", map[string]string{"CHILD_LOG_BYTES": "2600000", "CHILD_EXIT_AFTER": "50ms"})
@@ -227,6 +199,7 @@ func TestProcess_LogRotation(t *testing.T) {
 }
 
 func TestProcess_RestoreStoppedPreviousVersion(t *testing.T) {
+	t.Parallel()
 	p := newProcess(t, Options{})
 	v1 := childService(t, "api", "v1", nil)
 	v2 := childService(t, "api", "v2", nil)
@@ -267,6 +240,7 @@ func TestProcess_RestoreStoppedPreviousVersion(t *testing.T) {
 }
 
 func TestProcess_Health(t *testing.T) {
+	t.Parallel()
 	p := newProcess(t, Options{})
 	unhealthy := tempPath(t, "unhealthy")
 	svc := withHTTPHealth(t, childService(t, "api", "v1", map[string]string{"CHILD_UNHEALTHY_FILE": unhealthy}))
@@ -287,6 +261,7 @@ func TestProcess_Health(t *testing.T) {
 }
 
 func TestProcess_ExecHealthcheck(t *testing.T) {
+	t.Parallel()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -326,6 +301,7 @@ func TestProcess_ExecHealthcheck(t *testing.T) {
 }
 
 func TestProcess_Errors(t *testing.T) {
+	t.Parallel()
 	p := newProcess(t, Options{})
 	noProc := childService(t, "api", "v1", nil)
 	noProc.Process = nil
@@ -353,6 +329,7 @@ func TestProcess_Errors(t *testing.T) {
 }
 
 func TestProcess_ConcurrentStopsShareOneStop(t *testing.T) {
+	t.Parallel()
 	p := newProcess(t, Options{})
 	mustStart(t, p, childService(t, "api", "v1", map[string]string{"CHILD_IGNORE_TERM": "1"}))
 	waitStatus(t, p, "api", "running", func(s runtime.ServiceStatus) bool { return s.PID > 0 })
@@ -378,6 +355,7 @@ func TestProcess_ConcurrentStopsShareOneStop(t *testing.T) {
 }
 
 func TestProcess_StopContextEnds(t *testing.T) {
+	t.Parallel()
 	p := newProcess(t, Options{})
 	mustStart(t, p, childService(t, "api", "v1", map[string]string{"CHILD_IGNORE_TERM": "1"}))
 	waitStatus(t, p, "api", "running", func(s runtime.ServiceStatus) bool { return s.PID > 0 })
