@@ -202,3 +202,13 @@ func (d *Definition) Names() []string {
 	slices.Sort(names)
 	return names
 }
+
+// SpecHashes returns the spec hash of every service, in service order: what a
+// runtime's Prune must keep for this definition.
+func (d *Definition) SpecHashes() []string {
+	out := make([]string, 0, len(d.Services))
+	for _, s := range d.Services {
+		out = append(out, s.SpecHash())
+	}
+	return out
+}

@@ -163,8 +163,12 @@ func (p *Process) Start(_ context.Context, svc definition.Service) error {
 		if inst.rec.Spec.Name != svc.Name || inst.run == nil {
 			continue
 		}
-		if inst.rec.SpecHash == spec {
+		if inst.rec.SpecHash == spec && inst.stop == nil {
 			return nil
+		}
+		if inst.stop != nil {
+			return fmt.Errorf("process runtime: start %s version %s: %s is stopping; start it again once Stop returns: %w",
+				svc.Name, svc.Version, inst.rec.ID, runtime.ErrConflict)
 		}
 		return fmt.Errorf("process runtime: start %s version %s: %s (version %s) is running: %w",
 			svc.Name, svc.Version, inst.rec.ID, inst.rec.Spec.Version, runtime.ErrConflict)

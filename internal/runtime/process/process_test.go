@@ -371,3 +371,30 @@ func TestProcess_StopContextEnds(t *testing.T) {
 		t.Errorf("status = %+v, want killed at the deadline", st)
 	}
 }
+
+func TestProcess_StartWhileStoppingConflicts(t *testing.T) {
+	t.Parallel()
+	p := newProcess(t, Options{})
+	svc := childService(t, "api", "v1", map[string]string{"CHILD_TERM_DELAY": "2s"})
+	mustStart(t, p, svc)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := p.Stop(context.Background(), "api", 10*time.Second); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	}()
+	end := time.Now().Add(deadline)
+	for {
+		err := p.Start(context.Background(), svc)
+		if errors.Is(err, runtime.ErrConflict) && strings.Contains(err.Error(), "stopping") {
+			break
+		}
+		if err != nil || time.Now().After(end) {
+			t.Fatalf("Start while stopping = %v, want ErrConflict (is stopping)", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	<-done
+	mustStart(t, p, svc)
+}
