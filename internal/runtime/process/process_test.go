@@ -315,6 +315,11 @@ func TestProcess_Errors(t *testing.T) {
 	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "x-mythex.executable") {
 		t.Errorf("Start of a missing executable = %v, want ErrNotExist naming x-mythex.executable", err)
 	}
+	noDir := childService(t, "api", "v1", nil)
+	noDir.Process.WorkingDir = filepath.Join(t.TempDir(), "gone")
+	if err := p.Start(context.Background(), noDir); !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "x-mythex.working_dir") {
+		t.Errorf("Start in a missing working dir = %v, want ErrNotExist naming x-mythex.working_dir", err)
+	}
 	noCheck := childService(t, "api", "v1", nil)
 	noCheck.Healthcheck = &definition.Healthcheck{Interval: time.Second, Timeout: time.Second, Retries: 1, StartInterval: time.Second}
 	if err := p.Start(context.Background(), noCheck); !errors.Is(err, definition.ErrInvalid) || !strings.Contains(err.Error(), "healthcheck.test") {
