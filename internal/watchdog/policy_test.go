@@ -1,0 +1,76 @@
+package watchdog
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mythex/mythex/internal/fleet"
+)
+
+func TestPolicyFrom(t *testing.T) {
+	p := PolicyFrom(fleet.Default().Watchdog)
+	want := Policy{Interval: time.Minute, FailuresBeforeHeal: 4, CrashLoopAfter: 2, BackoffBase: 8 * time.Minute, BackoffMax: 64 * time.Minute}
+	if p != want {
+		t.Errorf("PolicyFrom(defaults) = %+v, want %+v", p, want)
+	}
+	scaled := PolicyFrom(fleet.Default().Scaled(0.01).Watchdog)
+	if scaled.Interval != 600*time.Millisecond || scaled.BackoffBase != 4800*time.Millisecond {
+		t.Errorf("scaled policy = %+v: the backoff must scale with W", scaled)
+	}
+}
+
+func TestPolicy_Validate(t *testing.T) {
+	ok := Policy{}.WithDefaults()
+	tests := []struct {
+		name   string
+		change func(*Policy)
+		field  string
+	}{
+		{"defaults are valid", func(*Policy) {}, ""},
+		{"negative interval", func(p *Policy) { p.Interval = -time.Second }, "watchdog.interval"},
+		{"zero failures", func(p *Policy) { p.FailuresBeforeHeal = -1 }, "watchdog.failures_before_heal"},
+		{"crash loop threshold", func(p *Policy) { p.CrashLoopAfter = -1 }, "crash-loop"},
+		{"backoff base", func(p *Policy) { p.BackoffBase = -1 }, "backoff base"},
+		{"max below base", func(p *Policy) { p.BackoffMax = p.BackoffBase - 1 }, "backoff max"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := ok
+			tc.change(&p)
+			err := p.Validate()
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.field) {
+				t.Errorf("Validate = %v, want ErrInvalid naming %s", err, tc.field)
+			}
+		})
+	}
+}
+
+func TestPolicy_Backoff(t *testing.T) {
+	p := Policy{Interval: time.Minute, FailuresBeforeHeal: 4}.WithDefaults()
+	tests := []struct {
+		n    int
+		want time.Duration
+	}{
+		{0, 0},
+		{1, 0},                 // a first heal: nothing beyond the K strikes
+		{2, 8 * time.Minute},   // crash-looping: 2·K·W
+		{3, 16 * time.Minute},  // doubling
+		{4, 32 * time.Minute},  //
+		{5, 64 * time.Minute},  // the cap, 16·K·W
+		{6, 64 * time.Minute},  // stays at the cap
+		{1000, 64 * time.Minute},
+	}
+	for _, tc := range tests {
+		if got := p.Backoff(tc.n); got != tc.want {
+			t.Errorf("Backoff(%d) = %v, want %v", tc.n, got, tc.want)
+		}
+	}
+}
