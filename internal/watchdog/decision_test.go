@@ -335,8 +335,8 @@ func TestDecide_DrainWithoutLock(t *testing.T) {
 	gw := service("gateway", "v1")
 	gwV2 := service("gateway", "v2")
 	tests := []struct {
-		name      string
-		k         int
+		name       string
+		k          int
 		wantHealed bool
 	}{
 		{"before: failures_before_heal 1 heals mid-drain", 1, true},

@@ -60,12 +60,12 @@ func TestPolicy_Backoff(t *testing.T) {
 		want time.Duration
 	}{
 		{0, 0},
-		{1, 0},                 // a first heal: nothing beyond the K strikes
-		{2, 8 * time.Minute},   // crash-looping: 2·K·W
-		{3, 16 * time.Minute},  // doubling
-		{4, 32 * time.Minute},  //
-		{5, 64 * time.Minute},  // the cap, 16·K·W
-		{6, 64 * time.Minute},  // stays at the cap
+		{1, 0},                // a first heal: nothing beyond the K strikes
+		{2, 8 * time.Minute},  // crash-looping: 2·K·W
+		{3, 16 * time.Minute}, // doubling
+		{4, 32 * time.Minute}, //
+		{5, 64 * time.Minute}, // the cap, 16·K·W
+		{6, 64 * time.Minute}, // stays at the cap
 		{1000, 64 * time.Minute},
 	}
 	for _, tc := range tests {
