@@ -188,8 +188,12 @@ func TestDeployer_Run_Failures(t *testing.T) {
 			wantPhase: PhaseDrain, wantMsg: "out of rotation", rolledBack: true,
 		},
 		{
-			name:      "host lease lost mid-deploy",
-			setup:     func(f *fixture, o *Options) { f.agents[1].loseLeaseOnce = true; o.Config.Drain.Max = time.Hour; f.lb.stuckInFlight = "web-2" },
+			name: "host lease lost mid-deploy",
+			setup: func(f *fixture, o *Options) {
+				f.agents[1].loseLeaseOnce = true
+				o.Config.Drain.Max = time.Hour
+				f.lb.stuckInFlight = "web-2"
+			},
 			wantPhase: PhaseDrain, wantMsg: "lost the host lease",
 		},
 	}

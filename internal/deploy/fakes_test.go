@@ -33,19 +33,19 @@ func hashOf(b []byte) string {
 // previous, last good), running services at a version, a host lease and a
 // fleet lease.
 type fakeAgent struct {
-	mu        sync.Mutex
-	name      string
-	services  []string
-	current   []byte
-	previous  []byte
-	lastGood  []byte
-	running   string // version running; "" when stopped
-	healthy   bool
-	lease     string
-	fleet     string
-	leases    int
-	log       []string
-	lb        *fakeLB
+	mu       sync.Mutex
+	name     string
+	services []string
+	current  []byte
+	previous []byte
+	lastGood []byte
+	running  string // version running; "" when stopped
+	healthy  bool
+	lease    string
+	fleet    string
+	leases   int
+	log      []string
+	lb       *fakeLB
 	// failures to inject
 	unreachable   bool
 	failStartFor  string // version whose start fails
