@@ -38,6 +38,11 @@ type Host struct {
 	Target string `yaml:"target" mythex:"required"`
 	// Agent is the host:port of the host agent's API. Required by deploy.
 	Agent string `yaml:"agent"`
+	// Vars are this host's compose interpolation variables: the compose file
+	// (deploy.compose) uses ${NAME} for what differs per host, e.g. ports when
+	// several hosts share one machine. Names are letters, digits and '_'; the
+	// MYTHEX_ prefix is reserved. Default none.
+	Vars map[string]string `yaml:"vars"`
 }
 
 // LB kinds: which load balancer the fleet sits behind.
