@@ -240,3 +240,12 @@ func (s *Service) validateHealthcheck(e *errs) {
 		e.add(s.Name, "healthcheck.retries", "must be at least 1, got %d (Docker's default is 3)", h.Retries)
 	}
 }
+
+// Validate checks one service as Definition.Validate checks each of its
+// services, taking the definition's version from s.Version and its host from
+// s's MYTHEX_HOST. A runtime calls it before running a service it was handed.
+// Errors are *FieldErrors joined, matching ErrInvalid.
+func (s Service) Validate() error {
+	d := Definition{Version: s.Version, Host: s.Environment[EnvHost], Services: []Service{s}}
+	return d.Validate()
+}

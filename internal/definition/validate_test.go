@@ -85,3 +85,29 @@ func TestFieldError_Error(t *testing.T) {
 		})
 	}
 }
+
+func TestService_Validate(t *testing.T) {
+	good := testDefinition(t, "v1").Services[0]
+	if err := good.Validate(); err != nil {
+		t.Errorf("Validate good: %v", err)
+	}
+	hosted := good
+	hosted.Environment = map[string]string{EnvVersion: "v1", EnvService: "api", EnvHost: "web-1"}
+	if err := hosted.Validate(); err != nil {
+		t.Errorf("Validate with MYTHEX_HOST: %v", err)
+	}
+	bad := good
+	bad.StopGracePeriod = 0
+	var fe *FieldError
+	if err := bad.Validate(); !errors.As(err, &fe) || fe.Field != "stop_grace_period" {
+		t.Errorf("Validate bad = %v, want stop_grace_period", err)
+	}
+}
+
+func TestDefinition_SpecHashes(t *testing.T) {
+	d := testDefinition(t, "v1")
+	got := d.SpecHashes()
+	if len(got) != 2 || got[0] != d.Services[0].SpecHash() || got[1] != d.Services[1].SpecHash() || got[0] == got[1] {
+		t.Errorf("SpecHashes = %v", got)
+	}
+}

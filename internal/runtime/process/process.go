@@ -144,13 +144,17 @@ func New(opts Options) (*Process, error) {
 	return p, nil
 }
 
-// Start runs svc as a child process; see runtime.Runtime.Start. The argv is
+// Start runs svc as a child process; see runtime.Runtime.Start. svc must be
+// valid (definition.Service.Validate; errors match definition.ErrInvalid). The argv is
 // svc.Process.Executable followed by svc.Command, exec-ed directly; the
 // environment is exactly svc.Environment (plus PATH from the agent when the
 // definition sets none); the working directory svc.Process.WorkingDir.
 func (p *Process) Start(_ context.Context, svc definition.Service) error {
 	if svc.Process == nil || svc.Process.Executable == "" {
 		return fmt.Errorf("process runtime: start %s: no x-mythex.executable in its compose service; the process runtime runs an executable: %w", svc.Name, runtime.ErrUnsupported)
+	}
+	if err := svc.Validate(); err != nil {
+		return fmt.Errorf("process runtime: start %s: %w", svc.Name, err)
 	}
 	spec := svc.SpecHash()
 	id := instanceID(svc.Name, spec)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mythex/mythex/internal/definition"
 	"github.com/mythex/mythex/internal/runtime"
 )
 
@@ -124,7 +125,7 @@ func TestProcess_Environment(t *testing.T) {
 		"CHILD_REPORT":       report,
 		"MYTHEX_APP_LISTEN":  "127.0.0.1:9111",
 		"MYTHEX_APP_SERVICE": "api",
-		"WITH SPACE":         "a b",
+		"SPACED":             "a b  $HOME `x`",
 	})
 	mustStart(t, p, svc)
 	r := readReport(t, report)
@@ -313,6 +314,16 @@ func TestProcess_Errors(t *testing.T) {
 	err := p.Start(context.Background(), missing)
 	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "x-mythex.executable") {
 		t.Errorf("Start of a missing executable = %v, want ErrNotExist naming x-mythex.executable", err)
+	}
+	noDir := childService(t, "api", "v1", nil)
+	noDir.Process.WorkingDir = filepath.Join(t.TempDir(), "gone")
+	if err := p.Start(context.Background(), noDir); !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "x-mythex.working_dir") {
+		t.Errorf("Start in a missing working dir = %v, want ErrNotExist naming x-mythex.working_dir", err)
+	}
+	noCheck := childService(t, "api", "v1", nil)
+	noCheck.Healthcheck = &definition.Healthcheck{Interval: time.Second, Timeout: time.Second, Retries: 1, StartInterval: time.Second}
+	if err := p.Start(context.Background(), noCheck); !errors.Is(err, definition.ErrInvalid) || !strings.Contains(err.Error(), "healthcheck.test") {
+		t.Errorf("Start with a healthcheck that cannot run = %v, want ErrInvalid naming healthcheck.test", err)
 	}
 	if _, err := p.Stop(context.Background(), "nobody", time.Second); !errors.Is(err, runtime.ErrNotFound) {
 		t.Errorf("Stop of an unknown service = %v, want ErrNotFound", err)

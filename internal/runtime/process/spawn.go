@@ -1,6 +1,7 @@
 package process
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -25,6 +26,9 @@ const pipeSize = 1 << 20
 // health loop). p.mu must be held.
 func (p *Process) spawn(inst *instance) error {
 	spec := inst.rec.Spec
+	if fi, err := os.Stat(spec.Process.WorkingDir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("working directory %s (x-mythex.working_dir) is not a directory on this host: %w", spec.Process.WorkingDir, cmp.Or(err, error(syscall.ENOTDIR)))
+	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		return err
