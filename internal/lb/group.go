@@ -168,9 +168,11 @@ func (g *TargetGroup) Deregister(id string) (TargetStatus, error) {
 		t.admitted.Store(false)
 		ctx, cancel := context.WithCancel(g.ctx)
 		t.stopDrain = cancel
+		// The delay counts from now, not from when the goroutine runs.
+		timer := g.deps.Clock.NewTimer(g.s.DeregistrationDelay)
 		gen := t.gen
 		g.wg.Add(1)
-		go g.drain(ctx, t, gen)
+		go g.drain(ctx, t, gen, timer)
 	}
 	st := t.status()
 	g.mu.Unlock()
@@ -317,10 +319,9 @@ func (g *TargetGroup) report(t *Target, gen uint64, r CheckResult) {
 
 // drain waits until t has no request in flight or the deregistration delay
 // passes, then completes its deregistration.
-func (g *TargetGroup) drain(ctx context.Context, t *Target, gen uint64) {
+func (g *TargetGroup) drain(ctx context.Context, t *Target, gen uint64, timer clockwork.Timer) {
 	defer g.wg.Done()
 	defer g.recoverLoop("drain", t.id)
-	timer := g.deps.Clock.NewTimer(g.s.DeregistrationDelay)
 	defer timer.Stop()
 	for t.inFlight.Load() > 0 {
 		select {
