@@ -51,7 +51,8 @@ type GroupDeps struct {
 	// Prober runs health checks. Default: NewHTTPProber().
 	Prober Prober
 	// OnChange is called for every state or reason change, outside the group's
-	// lock, from the goroutine that caused it. Optional.
+	// lock, from the goroutine that caused it, in the order the changes
+	// happened. It must not call Register or Deregister. Optional.
 	OnChange func(Change)
 	// OnCheck is called for every finished health check, outside the lock.
 	// Optional.
@@ -74,6 +75,8 @@ type TargetGroup struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	notifyMu sync.Mutex // orders notifications; taken while holding mu, never the reverse
 
 	mu       sync.Mutex
 	targets  map[string]*Target
@@ -139,8 +142,7 @@ func (g *TargetGroup) Register(id, address string) (TargetStatus, error) {
 		g.rebuildLocked(&p)
 	}
 	st := t.status()
-	g.mu.Unlock()
-	g.flush(&p)
+	g.unlockAndFlush(&p)
 	return st, nil
 }
 
@@ -175,8 +177,7 @@ func (g *TargetGroup) Deregister(id string) (TargetStatus, error) {
 		go g.drain(ctx, t, gen, timer)
 	}
 	st := t.status()
-	g.mu.Unlock()
-	g.flush(&p)
+	g.unlockAndFlush(&p)
 	return st, nil
 }
 
@@ -310,11 +311,8 @@ func (g *TargetGroup) report(t *Target, gen uint64, r CheckResult) {
 			g.rebuildLocked(&p)
 		}
 	}
-	g.mu.Unlock()
-	if g.deps.OnCheck != nil {
-		g.deps.OnCheck(t.id, r)
-	}
-	g.flush(&p)
+	p.check, p.checkID = &r, t.id
+	g.unlockAndFlush(&p)
 }
 
 // drain waits until t has no request in flight or the deregistration delay
@@ -356,9 +354,8 @@ func (g *TargetGroup) finishDrain(t *Target, gen uint64, delayPassed bool) {
 	var p pending
 	p.add(Change{ID: t.id, Address: t.address, At: g.deps.Clock.Now(), From: prev, To: t.health, CutOff: cutOff})
 	g.rebuildLocked(&p)
-	g.mu.Unlock()
 	t.conns.closeAll()
-	g.flush(&p)
+	g.unlockAndFlush(&p)
 }
 
 // rebuildLocked recomputes the rotation from the targets' states and
@@ -388,12 +385,23 @@ type pending struct {
 	changes          []Change
 	failOpenSwitched bool
 	failOpen         bool
+	check            *CheckResult
+	checkID          string
 }
 
 func (p *pending) add(c Change) { p.changes = append(p.changes, c) }
 
-// flush delivers p's notifications. Caller does not hold g.mu.
-func (g *TargetGroup) flush(p *pending) {
+// unlockAndFlush releases g.mu and delivers p's notifications outside it, in
+// the order the changes happened: notifyMu is taken before g.mu is released,
+// so two deliveries never overtake each other. Callbacks must therefore not
+// call Register or Deregister.
+func (g *TargetGroup) unlockAndFlush(p *pending) {
+	g.notifyMu.Lock()
+	defer g.notifyMu.Unlock()
+	g.mu.Unlock()
+	if p.check != nil && g.deps.OnCheck != nil {
+		g.deps.OnCheck(p.checkID, *p.check)
+	}
 	if g.deps.OnChange != nil {
 		for _, c := range p.changes {
 			g.deps.OnChange(c)

@@ -73,6 +73,9 @@ func splice(client, backend net.Conn, br *bufio.Reader) {
 	var once sync.Once
 	closeBoth := func() {
 		once.Do(func() {
+			// fasthttp closes the hijacked client connection itself once the
+			// handler returns; a past deadline unblocks the copy reading it.
+			_ = client.SetDeadline(time.Unix(1, 0))
 			client.Close()
 			backend.Close()
 		})
