@@ -438,52 +438,6 @@ func TestProxy_413WhenBodyTooLarge(t *testing.T) {
 	wantLBError(t, resp, http.StatusRequestEntityTooLarge, wire.ReasonBadRequest)
 }
 
-func TestProxy_WebSocketUpgrade(t *testing.T) {
-	e := startLB(t, testSettings())
-	e.register("a", backendAddr(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Upgrade") != "websocket" {
-			http.Error(w, "want upgrade", http.StatusBadRequest)
-			return
-		}
-		conn, brw, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
-		brw.Flush()
-		line, err := brw.ReadString('\n')
-		if err == nil {
-			brw.WriteString("echo " + line)
-			brw.Flush()
-		}
-	})))
-	conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(waitFor))
-	io.WriteString(conn, "GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
-	br := bufio.NewReader(conn)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols || resp.Header.Get("Upgrade") != "websocket" {
-		t.Fatalf("upgrade answer: %d Upgrade=%q, want 101 websocket", resp.StatusCode, resp.Header.Get("Upgrade"))
-	}
-	st, _ := e.srv.Group.Target("a")
-	if st.InFlight != 1 {
-		t.Errorf("in flight during the tunnel = %d, want 1", st.InFlight)
-	}
-	io.WriteString(conn, "ping\n")
-	if line, err := br.ReadString('\n'); err != nil || line != "echo ping\n" {
-		t.Fatalf("through the tunnel: %q, %v; want echo ping", line, err)
-	}
-	waitUntil(t, "tunnel released", func() bool { st, _ := e.srv.Group.Target("a"); return st.InFlight == 0 })
-}
-
 func TestClassify(t *testing.T) {
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 	reset := &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
@@ -562,4 +516,3 @@ func (g *TargetGroup) acquireProbe() *Target {
 	}
 	return t
 }
-
