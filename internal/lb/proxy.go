@@ -73,12 +73,13 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 }
 
 var (
-	headerXFF   = []byte("X-Forwarded-For")
-	headerXFP   = []byte("X-Forwarded-Proto")
-	headerXFPo  = []byte("X-Forwarded-Port")
-	headerLB    = []byte(wire.HeaderLB)
-	valueHTTP   = []byte("http")
-	contentText = []byte("text/plain; charset=utf-8")
+	headerXFF    = []byte("X-Forwarded-For")
+	headerXFP    = []byte("X-Forwarded-Proto")
+	headerXFPo   = []byte("X-Forwarded-Port")
+	headerLB     = []byte(wire.HeaderLB)
+	headerExpect = []byte("Expect")
+	valueHTTP    = []byte("http")
+	contentText  = []byte("text/plain; charset=utf-8")
 )
 
 // handle proxies one request. Hot path: no lock, no log, no allocation of its
@@ -97,6 +98,10 @@ func (p *Proxy) handle(ctx *fasthttp.RequestCtx) {
 	// Connection is hop-by-hop: the client's Connection: close ends the client
 	// connection (the server noted it already), never the pooled backend one.
 	req.Header.ResetConnectionClose()
+	if req.MayContinue() {
+		// The listener already answered 100 Continue and read the body.
+		req.Header.DelBytes(headerExpect)
+	}
 	if len(req.Header.Host()) == 0 {
 		req.Header.SetHost(t.address)
 	}

@@ -426,6 +426,36 @@ func TestProxy_LargeBodies(t *testing.T) {
 	}
 }
 
+func TestProxy_ExpectContinue(t *testing.T) {
+	e := startLB(t, testSettings())
+	var sawExpect atomic.Bool
+	e.register("a", backendAddr(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sawExpect.Store(r.Header.Get("Expect") != "")
+		io.Copy(w, r.Body)
+	})))
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(waitFor))
+	io.WriteString(conn, "POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+	br := bufio.NewReader(conn)
+	interim, err := br.ReadString('\n')
+	if err != nil || !strings.Contains(interim, "100") {
+		t.Fatalf("interim answer %q, %v; want 100 Continue", interim, err)
+	}
+	br.ReadString('\n')
+	io.WriteString(conn, "hello")
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := body(t, resp); resp.StatusCode != 200 || b != "hello" || sawExpect.Load() {
+		t.Fatalf("got %d %q, target saw Expect=%v; want 200 hello and no Expect forwarded", resp.StatusCode, b, sawExpect.Load())
+	}
+}
+
 func TestProxy_413WhenBodyTooLarge(t *testing.T) {
 	s := testSettings()
 	s.MaxBodySize = 1024
