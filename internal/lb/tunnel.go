@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -63,16 +64,19 @@ func (p *Proxy) tunnel(ctx *fasthttp.RequestCtx, t *Target) {
 		if err := resp.Header.Write(cw); err != nil || cw.Flush() != nil {
 			return
 		}
-		splice(client, conn, br)
+		splice(client, conn, br, p.timeout)
 	})
 }
 
-// splice copies client→backend and backend(buffered in br)→client until
-// either direction ends, then closes both.
-func splice(client, backend net.Conn, br *bufio.Reader) {
+// splice copies client→backend and backend (buffered in br)→client until
+// either direction ends or no byte moves either way for idle (the ALB idle
+// timeout applies to WebSocket connections too), then closes both.
+func splice(client, backend net.Conn, br *bufio.Reader, idle time.Duration) {
 	var once sync.Once
+	var closed atomic.Bool
 	closeBoth := func() {
 		once.Do(func() {
+			closed.Store(true)
 			// fasthttp closes the hijacked client connection itself once the
 			// handler returns; a past deadline unblocks the copy reading it.
 			_ = client.SetDeadline(time.Unix(1, 0))
@@ -80,13 +84,41 @@ func splice(client, backend net.Conn, br *bufio.Reader) {
 			backend.Close()
 		})
 	}
+	var last atomic.Int64 // unix nanos of the last byte moved either way
+	last.Store(time.Now().UnixNano())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = io.Copy(backend, client)
+		copyIdle(backend, client, client, idle, &last, &closed)
 		closeBoth()
 	}()
-	_, _ = io.Copy(client, br)
+	copyIdle(client, br, backend, idle, &last, &closed)
 	closeBoth()
 	<-done
+}
+
+// copyIdle copies src to dst until an error, until nothing moved either way
+// for idle, or until closed is set; conn is src's connection, whose read
+// deadline it keeps.
+func copyIdle(dst io.Writer, src io.Reader, conn net.Conn, idle time.Duration, last *atomic.Int64, closed *atomic.Bool) {
+	buf := make([]byte, 32<<10)
+	for !closed.Load() {
+		_ = conn.SetReadDeadline(time.Unix(0, last.Load()).Add(idle))
+		if closed.Load() {
+			return // closeBoth's past deadline may have been overwritten just now
+		}
+		n, err := src.Read(buf)
+		if n > 0 {
+			last.Store(time.Now().UnixNano())
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			if isTimeout(err) && time.Since(time.Unix(0, last.Load())) < idle {
+				continue // the other direction moved meanwhile
+			}
+			return
+		}
+	}
 }

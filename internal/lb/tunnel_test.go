@@ -90,3 +90,38 @@ func TestTunnel_RefusedTargetIs502(t *testing.T) {
 	}
 	wantLBError(t, resp, http.StatusBadGateway, "target-refused")
 }
+
+func TestTunnel_ClosesAfterIdleTimeout(t *testing.T) {
+	s := testSettings()
+	s.IdleTimeout = 200 * time.Millisecond
+	e := startLB(t, s)
+	e.register("a", backendAddr(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		conn, brw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		brw.Flush()
+		io.Copy(io.Discard, brw) // silent until the LB closes
+	})))
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(waitFor))
+	io.WriteString(conn, "GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+	br := bufio.NewReader(conn)
+	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v", err)
+	}
+	start := time.Now()
+	if _, err := br.ReadByte(); err == nil {
+		t.Fatal("read a byte from a silent tunnel")
+	}
+	if took := time.Since(start); took < s.IdleTimeout {
+		t.Fatalf("tunnel closed after %v, before the idle timeout %v", took, s.IdleTimeout)
+	}
+	waitUntil(t, "tunnel released", func() bool { st, _ := e.srv.Group.Target("a"); return st.InFlight == 0 })
+}
