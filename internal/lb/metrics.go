@@ -61,7 +61,7 @@ func NewMetrics(g *TargetGroup) *Metrics {
 			Help: "Requests answered, by source (target: the target answered, as ALB HTTPCode_Target_*; lb: the LB answered itself, as HTTPCode_ELB_*) and status class.",
 		}, []string{"source", "class"}),
 		lbErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mythex_lb_lb_responses_total",
+			Name: "mythex_lb_generated_responses_total",
 			Help: "Responses the LB generated itself, by status code and X-Mythex-Lb reason.",
 		}, []string{"code", "reason"}),
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{
