@@ -9,9 +9,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -194,5 +196,61 @@ func TestLBCmd_ServesRegistersAndStops(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("logs lack %q:\n%s", want, out)
 		}
+	}
+}
+
+func TestLBCmd_SIGTERMStopsTheProcessCleanly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the mythex binary")
+	}
+	bin := filepath.Join(t.TempDir(), "mythex")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	backend := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(backend.Close)
+	listen, admin := freeAddr(t), freeAddr(t)
+	cfg := lbConfig(t, strings.TrimPrefix(backend.URL, "http://"), listen, admin, "")
+	cmd := exec.Command(bin, "lb", "-f", cfg)
+	cmd.Env = append(os.Environ(), lbTokenEnv+"=s3cret")
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	c := lb.NewClient(admin, "s3cret", nil)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := c.Target(context.Background(), "web-1")
+		if err == nil && st.State == lb.StateHealthy {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("web-1 never healthy: %v\n%s", err, stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("mythex lb exited with %v after SIGTERM, want 0\n%s", err, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("mythex lb still running 15s after SIGTERM\n%s", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "mythex lb stopped") {
+		t.Fatalf("no stop line in the logs:\n%s", stderr.String())
 	}
 }
