@@ -7,7 +7,9 @@
 # at 16 and 64 connections; interleaved, ROUNDS rounds; prints medians of
 # requests/s and p99, throughput ratios vs direct and vs HAProxy, and each
 # proxy's RSS after the load. Load generator, proxies and backend share this
-# machine's cores, so only ratios taken in one run mean anything.
+# machine's cores, so only ratios taken in one run mean anything; each proxy's
+# CPU time per request (user+system, from /proc) is printed too, as it depends
+# less on what else the machine is doing.
 #
 # Loopback only; bounded in time (about ROUNDS × 2 × 4 × DURATION seconds plus
 # warm-up: ~2.5 min by default); every process it starts is stopped on exit.
@@ -133,23 +135,35 @@ wait_up caddy "http://$CADDY/"
 declare -A url=([direct]="http://$BACKEND/" [mythex]="http://$MYTHEX/" [haproxy]="http://$HAPROXY/" [caddy]="http://$CADDY/")
 order=(direct mythex haproxy caddy)
 
+declare -A pidof=([direct]="" [mythex]="$pid_mythex" [haproxy]="$pid_haproxy" [caddy]="$pid_caddy")
+
 echo "== warm-up"
 for name in "${order[@]}"; do
   wrk -t2 -c64 -d1s "${url[$name]}" >/dev/null
 done
 
-# run_wrk name conns round: appends "rps p99ms" to $work/res.name.conns
+# cpu_ticks pid: user+system CPU time of pid (all threads), in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+TICK_US=$((1000000 / $(getconf CLK_TCK)))
+
+# run_wrk name conns round: appends "rps p99ms cpu_us_per_req" to $work/res.name.conns
 run_wrk() {
-  local out
+  local out pid=${pidof[$1]} t0=0 t1=0
+  [[ -n $pid ]] && t0=$(cpu_ticks "$pid")
   out=$(wrk -t2 -c"$2" -d"${DURATION}s" --latency "${url[$1]}")
+  [[ -n $pid ]] && t1=$(cpu_ticks "$pid")
   if grep -q "Non-2xx or 3xx" <<<"$out"; then
     echo "warning: $1 answered non-2xx during the run" >&2
   fi
   local rps p99
   rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
   p99=$(awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us$/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v*=1000}; print v}' <<<"$out")
-  echo "$rps $p99" >>"$work/res.$1.$2"
-  printf '  round %s  c=%-3s %-8s %10.0f req/s  p99 %7.2f ms\n' "$3" "$2" "$1" "$rps" "$p99"
+  local n cpu
+  n=$(awk '/requests in/ {print $1}' <<<"$out")
+  cpu=-
+  [[ -n $pid ]] && cpu=$(awk -v d=$((t1 - t0)) -v n="$n" -v us="$TICK_US" 'BEGIN {printf "%.1f", d * us / n}')
+  echo "$rps $p99 $cpu" >>"$work/res.$1.$2"
+  printf '  round %s  c=%-3s %-8s %10.0f req/s  p99 %7.2f ms  proxy CPU %5s µs/req\n' "$3" "$2" "$1" "$rps" "$p99" "$cpu"
 }
 
 echo "== load: ${ROUNDS} rounds × conns {$CONNS} × ${#order[@]} targets × ${DURATION}s (load average before: $(cut -d' ' -f1-3 /proc/loadavg))"
@@ -170,15 +184,17 @@ rss_mb() { awk '/^VmRSS/ {printf "%.1f", $2/1024}' "/proc/$1/status" 2>/dev/null
 
 echo
 echo "== medians (load average after: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores)"
-printf '%-4s %-8s %12s %10s %12s %12s\n' conn target "req/s" "p99 ms" "vs direct" "vs haproxy"
+printf '%-4s %-8s %12s %10s %12s %12s %14s\n' conn target "req/s" "p99 ms" "vs direct" "vs haproxy" "CPU µs/req"
 for c in $CONNS; do
   direct=$(median "$work/res.direct.$c" 1)
   hap=$(median "$work/res.haproxy.$c" 1)
   for name in "${order[@]}"; do
     rps=$(median "$work/res.$name.$c" 1)
     p99=$(median "$work/res.$name.$c" 2)
-    printf '%-4s %-8s %12.0f %10.2f %12.2f %12.2f\n' "$c" "$name" "$rps" "$p99" \
-      "$(awk -v a="$rps" -v b="$direct" 'BEGIN {print a/b}')" "$(awk -v a="$rps" -v b="$hap" 'BEGIN {print a/b}')"
+    cpu=$(median "$work/res.$name.$c" 3)
+    printf '%-4s %-8s %12.0f %10.2f %12.2f %12.2f %14s\n' "$c" "$name" "$rps" "$p99" \
+      "$(awk -v a="$rps" -v b="$direct" 'BEGIN {print a/b}')" "$(awk -v a="$rps" -v b="$hap" 'BEGIN {print a/b}')" \
+      "$([[ $name == direct ]] && echo - || echo "$cpu")"
   done
 done
 echo

@@ -53,6 +53,7 @@ func NewProxy(g *TargetGroup, m *Metrics, s Settings, log *slog.Logger) *Proxy {
 		MaxRequestBodySize:           s.MaxBodySize,
 		DisablePreParseMultipartForm: true,
 		CloseOnShutdown:              true,
+		LazyRequestTime:              true, // the handler keeps its own clock reads
 		Logger:                       fasthttpLogger{log},
 	}
 	return p
