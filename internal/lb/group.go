@@ -150,9 +150,13 @@ func (g *TargetGroup) Register(id, address string) (TargetStatus, error) {
 // in-flight requests may finish until the deregistration delay passes; then,
 // or as soon as none is in flight, it becomes unused and is removed, as an ALB
 // does. Deregistering a draining target changes nothing. Errors:
-// ErrTargetNotFound (wrapped).
+// ErrTargetNotFound (wrapped), ErrClosed.
 func (g *TargetGroup) Deregister(id string) (TargetStatus, error) {
 	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return TargetStatus{}, ErrClosed
+	}
 	t, ok := g.targets[id]
 	if !ok {
 		g.mu.Unlock()

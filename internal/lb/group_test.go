@@ -354,3 +354,16 @@ func TestTargetGroup_LastChecksNewestFirst(t *testing.T) {
 		}
 	}
 }
+
+func TestTargetGroup_ClosedRefusesChanges(t *testing.T) {
+	h := newHarness(t, testSettings())
+	h.register("a", addrA, modePass)
+	h.g.Close()
+	if _, err := h.g.Register("b", addrB); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Register after Close = %v, want ErrClosed", err)
+	}
+	if _, err := h.g.Deregister("a"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Deregister after Close = %v, want ErrClosed", err)
+	}
+	h.g.Close() // idempotent
+}
