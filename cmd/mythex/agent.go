@@ -86,9 +86,6 @@ them.`,
 	return cmd
 }
 
-// lbTokenEnv holds the load balancer admin token when no file is given.
-const lbTokenEnv = "MYTHEX_LB_TOKEN"
-
 func runAgent(ctx context.Context, f agentFlags) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	token, err := auth.LoadToken(f.tokenFile, agentTokenEnv)

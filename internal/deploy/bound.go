@@ -21,7 +21,10 @@ type Bound struct {
 	Stop time.Duration `json:"stop_seconds"`
 	// Start is 0: the bound does not charge the service's own boot.
 	Start time.Duration `json:"start_seconds"`
-	// Healthy is (H−1)·I: H consecutive passing checks, the first right away.
+	// Healthy is 0 when the target is registered again (an ALB, and mythex
+	// lb, call a newly registered target healthy after one passed check, run
+	// at registration), and (H−1)·I when it stayed registered and must come
+	// back from unhealthy: H consecutive passing checks, the first right away.
 	Healthy time.Duration `json:"healthy_seconds"`
 }
 
@@ -38,9 +41,9 @@ func LowerBound(cfg *fleet.Config) Bound {
 		if rest := serve - b.Drain; rest > 0 {
 			b.Stop = rest
 		}
+		b.Healthy = time.Duration(hc.HealthyThreshold-1) * hc.Interval
 	} else {
 		b.Stop = serve
 	}
-	b.Healthy = time.Duration(hc.HealthyThreshold-1) * hc.Interval
 	return b
 }

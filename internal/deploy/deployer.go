@@ -183,9 +183,9 @@ func (d *Deployer) emit(host string, p Phase, k EventKind, elapsed time.Duration
 // Errors: ErrPreflight or ErrInProgress (nothing changed), a *StepError for the
 // first failed host (joined with any other failures of its batch), ErrSweep.
 // The Result is filled in every case.
-func (d *Deployer) Run(ctx context.Context) (Result, error) {
+func (d *Deployer) Run(ctx context.Context) (res Result, err error) {
 	start := d.clock.Now()
-	res := Result{Version: d.o.Version, Bound: d.bound}
+	res = Result{Version: d.o.Version, Bound: d.bound}
 	defer func() { res.Seconds = d.clock.Since(start).Seconds() }()
 
 	prev, err := d.preflight(ctx)

@@ -25,8 +25,8 @@ type hostRun struct {
 
 // host deploys to one host; on failure after the host was changed it rolls the
 // host back. prevVersion is what the host ran before.
-func (d *Deployer) host(ctx context.Context, h Host, prevVersion string) (HostResult, error) {
-	res := HostResult{Host: h.Name, BoundSeconds: d.bound.Total().Seconds(), PreviousVersion: prevVersion}
+func (d *Deployer) host(ctx context.Context, h Host, prevVersion string) (res HostResult, err error) {
+	res = HostResult{Host: h.Name, BoundSeconds: d.bound.Total().Seconds(), PreviousVersion: prevVersion}
 	begin := d.clock.Now()
 	defer func() { res.Seconds = d.clock.Since(begin).Seconds() }()
 	r := &hostRun{d: d, h: h, res: &res}
