@@ -521,7 +521,7 @@ func BenchmarkProxy_Handle(b *testing.B) {
 		time.Sleep(time.Millisecond)
 	}
 	p := NewProxy(g, NewMetrics(g), testSettings(), discardLogger())
-	remote := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 50000}
+	client := &benchConn{remote: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 50000}}
 	var req fasthttp.Request
 	req.Header.SetMethod("GET")
 	req.SetRequestURI("/")
@@ -530,13 +530,24 @@ func BenchmarkProxy_Handle(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		ctx.Init(&req, remote, nil)
+		ctx.Init2(client, nil, false)
+		req.CopyTo(&ctx.Request)
 		p.handle(&ctx)
 		if ctx.Response.StatusCode() != 200 {
 			b.Fatalf("status %d", ctx.Response.StatusCode())
 		}
 	}
 }
+
+// benchConn is the client connection of a benchmarked request: only its
+// addresses are used.
+type benchConn struct {
+	net.Conn
+	remote net.Addr
+}
+
+func (c *benchConn) RemoteAddr() net.Addr { return c.remote }
+func (c *benchConn) LocalAddr() net.Addr  { return c.remote }
 
 // acquireProbe reports a target in rotation, for benchmarks' setup.
 func (g *TargetGroup) acquireProbe() *Target {
