@@ -102,13 +102,17 @@ func (h *realHost) resolve(t testing.TB, version string, drain time.Duration) *d
 			"API_PORT":              strconv.Itoa(h.ports["api"]),
 			"ORCHESTRATOR_PORT":     strconv.Itoa(h.ports["orchestrator"]),
 			"PUBLISH_WORKER_PORT":   strconv.Itoa(h.ports["publish-worker"]),
-			"DRAIN_SERVE_PERIOD":    drain.String(),
-			"SHUTDOWN_TIMEOUT":      "500ms",
-			"STOP_GRACE_PERIOD":     "10s",
 			"HEALTH_INTERVAL":       "100ms",
 			"HEALTH_TIMEOUT":        "1s",
 			"HEALTH_START_PERIOD":   "5s",
 			"HEALTH_START_INTERVAL": "50ms",
+		},
+		Fleet: map[string]string{
+			definition.VarDrainServePeriod:     drain.String(),
+			definition.VarDrainShutdownTimeout: "500ms",
+			definition.VarStopGracePeriod:      "10s",
+			definition.VarKeepAliveIdleTimeout: "75s",
+			definition.VarHealthPath:           "/healthz",
 		},
 	})
 	if err != nil {
