@@ -24,6 +24,7 @@ import (
 	"github.com/mythex/mythex/internal/definition"
 	"github.com/mythex/mythex/internal/hostlock"
 	"github.com/mythex/mythex/internal/runtime"
+	"github.com/mythex/mythex/internal/watchdog"
 )
 
 // Registrar puts a target back into the load balancer; *lb.Client implements
@@ -67,6 +68,12 @@ type Config struct {
 	StartTimeout time.Duration
 	// Registry receives the agent's Prometheus metrics. Default: a new one.
 	Registry *prometheus.Registry
+	// Watchdog is the policy of the host's watchdog (interval W, failures
+	// before heal K; zero fields take their defaults); nil runs no watchdog.
+	// The watchdog heals crashed services from the current definition and
+	// skips every round while a lease, a recovery or the bootstrap holds the
+	// host lock (package watchdog).
+	Watchdog *watchdog.Policy
 }
 
 // Agent is one host's agent. Create it with New; Close it when done.
@@ -81,6 +88,8 @@ type Agent struct {
 	hostLease  *leaseKeeper
 	fleetLease *leaseKeeper
 	metrics    *metrics
+	// watchdog is nil when the agent runs none.
+	watchdog *watchdog.Watchdog
 
 	// opMu serialises the operations that change what runs.
 	opMu sync.Mutex
@@ -132,6 +141,18 @@ func New(cfg Config) (*Agent, error) {
 	a.metrics = newMetrics(cfg.Registry)
 	a.hostLease = &leaseKeeper{clock: a.clock, log: a.log, lock: a.lock, kind: "host", onExpire: a.recover}
 	a.fleetLease = &leaseKeeper{clock: a.clock, log: a.log, kind: "fleet"}
+	if cfg.Watchdog != nil {
+		w, err := watchdog.New(watchdog.Config{
+			Definitions: store, Runtime: cfg.Runtime, Lock: a.lock, StateDir: cfg.StateDir,
+			Policy: *cfg.Watchdog, Clock: cfg.Clock, Logger: a.log, Registry: cfg.Registry,
+		})
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+		a.watchdog = w
+		w.Start()
+	}
 	return a, nil
 }
 
@@ -144,8 +165,14 @@ func (a *Agent) Store() *definition.Store { return a.store }
 // Lock returns the host lock the agent shares with the watchdog and bootstrap.
 func (a *Agent) Lock() *hostlock.Lock { return a.lock }
 
+// Watchdog returns the host's watchdog; nil when the agent runs none.
+func (a *Agent) Watchdog() *watchdog.Watchdog { return a.watchdog }
+
 // Close stops the agent's background work. Services keep running.
 func (a *Agent) Close() error {
+	if a.watchdog != nil {
+		_ = a.watchdog.Close()
+	}
 	a.cancel()
 	a.wg.Wait()
 	return nil

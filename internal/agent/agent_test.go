@@ -101,7 +101,9 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func newTestHost(t *testing.T) *testHost {
+// newTestHost runs an agent on a fresh state directory with the sample app's
+// two-service compose file; opts adjust the agent's Config.
+func newTestHost(t *testing.T, opts ...func(*Config)) *testHost {
 	t.Helper()
 	app, err := testbin.Build(testbin.App)
 	if err != nil {
@@ -118,10 +120,14 @@ func newTestHost(t *testing.T) *testHost {
 		t.Fatal(err)
 	}
 	reg := &fakeRegistrar{}
-	a, err := New(Config{
+	cfg := Config{
 		Host: "web-1", StateDir: filepath.Join(dir, "state"), Runtime: rt, RuntimeName: "process",
 		Recovery: Recovery{LB: reg, TargetID: "web-1", TargetAddress: fmt.Sprintf("127.0.0.1:%d", gwPort)},
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	a, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/auth"
 	"github.com/mythex/mythex/internal/definition"
+	"github.com/mythex/mythex/internal/watchdog"
 )
 
 // maxDefinitionBytes bounds a published definition's size.
@@ -72,6 +73,9 @@ func (a *Agent) Handler(token string) http.Handler {
 		rep, err := a.Verify(r.Context(), req.Services, req.Version)
 		respond(w, rep, err)
 	})
+	mux.HandleFunc("GET "+agentapi.PathMaintenance, a.handleMaintenanceGet)
+	mux.HandleFunc("PUT "+agentapi.PathMaintenance, a.handleMaintenanceOn)
+	mux.HandleFunc("DELETE "+agentapi.PathMaintenance, a.handleMaintenanceOff)
 	mux.Handle("GET "+agentapi.PathMetrics, promhttp.HandlerFor(a.cfg.Registry, promhttp.HandlerOpts{}))
 	return auth.Bearer(token, mux)
 }
@@ -182,10 +186,12 @@ func writeErr(w http.ResponseWriter, err error) {
 		code = http.StatusConflict
 	case errors.Is(err, ErrNoLease):
 		code = http.StatusPreconditionFailed
-	case errors.Is(err, ErrInvalid), errors.Is(err, definition.ErrInvalid):
+	case errors.Is(err, ErrInvalid), errors.Is(err, definition.ErrInvalid), errors.Is(err, watchdog.ErrInvalid):
 		code = http.StatusUnprocessableEntity
 	case errors.Is(err, ErrNothingPublished):
 		code = http.StatusConflict
+	case errors.Is(err, ErrNoWatchdog):
+		code = http.StatusNotFound
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		code = http.StatusServiceUnavailable
 	}

@@ -45,6 +45,10 @@ func (a *Agent) Status(ctx context.Context) (agentapi.Status, error) {
 		wl := wireLease(l)
 		st.FleetLease = &wl
 	}
+	if a.watchdog != nil {
+		ws := wireWatchdog(a.watchdog.Status())
+		st.Watchdog = &ws
+	}
 	return st, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -197,4 +198,31 @@ func (c *Client) Rollback(ctx context.Context, lease string) (StartReport, error
 // MarkGood records the current definition as the host's last known good.
 func (c *Client) MarkGood(ctx context.Context, lease string) error {
 	return c.do(ctx, http.MethodPost, PathMarkGood, lease, nil, nil)
+}
+
+// Maintenance returns the watchdog's maintenance window (nil when none).
+func (c *Client) Maintenance(ctx context.Context) (MaintenanceReport, error) {
+	var r MaintenanceReport
+	err := c.do(ctx, http.MethodGet, PathMaintenance, "", nil, &r)
+	return r, err
+}
+
+// SetMaintenance pauses the watchdog's healing for d with a reason; a window
+// already on is replaced. ErrBadRequest for a bad duration or reason.
+func (c *Client) SetMaintenance(ctx context.Context, d time.Duration, reason, by string) (MaintenanceReport, error) {
+	var r MaintenanceReport
+	err := c.do(ctx, http.MethodPut, PathMaintenance, "", MaintenanceRequest{For: d.String(), Reason: reason, By: by}, &r)
+	return r, err
+}
+
+// EndMaintenance ends maintenance now; the report's Ended is the window it
+// ended, nil when none was on.
+func (c *Client) EndMaintenance(ctx context.Context, by string) (MaintenanceReport, error) {
+	var r MaintenanceReport
+	path := PathMaintenance
+	if by != "" {
+		path += "?by=" + url.QueryEscape(by)
+	}
+	err := c.do(ctx, http.MethodDelete, path, "", nil, &r)
+	return r, err
 }

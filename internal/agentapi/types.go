@@ -24,7 +24,11 @@ const (
 	PathVerify     = "/v1/verify"      // POST: check the named services against the current definition
 	PathRollback   = "/v1/rollback"    // POST: previous definition back to current, running
 	PathMarkGood   = "/v1/mark-good"   // POST: record the current definition as last known good
-	PathMetrics    = "/metrics"
+	// PathMaintenance: GET the watchdog's maintenance window, PUT turns
+	// maintenance on (body MaintenanceRequest), DELETE turns it off. No lease:
+	// it is the operator's switch, and it acts on nothing but the watchdog.
+	PathMaintenance = "/v1/maintenance"
+	PathMetrics     = "/metrics"
 )
 
 // LeaseRequest asks for (or renews) a lease.
@@ -98,11 +102,15 @@ type Status struct {
 
 // WatchdogStatus is the watchdog's view of the host.
 type WatchdogStatus struct {
-	Enabled     bool             `json:"enabled"`
-	Maintenance *Maintenance     `json:"maintenance,omitempty"`
-	LastRound   *time.Time       `json:"last_round,omitempty"`
-	LastResult  string           `json:"last_result,omitempty"`
-	Services    []WatchedService `json:"services,omitempty"`
+	Enabled     bool         `json:"enabled"`
+	Maintenance *Maintenance `json:"maintenance,omitempty"`
+	// Interval is W, a Go duration string ("60s").
+	Interval string `json:"interval,omitempty"`
+	// FailuresBeforeHeal is K: consecutive failed checks before a heal.
+	FailuresBeforeHeal int              `json:"failures_before_heal,omitempty"`
+	LastRound          *time.Time       `json:"last_round,omitempty"`
+	LastResult         string           `json:"last_result,omitempty"`
+	Services           []WatchedService `json:"services,omitempty"`
 }
 
 // Maintenance pauses healing until Until.
@@ -110,15 +118,45 @@ type Maintenance struct {
 	Reason string    `json:"reason"`
 	Until  time.Time `json:"until"`
 	By     string    `json:"by,omitempty"`
+	// Since is when it was turned on.
+	Since time.Time `json:"since,omitzero"`
+}
+
+// MaintenanceRequest is PUT /v1/maintenance.
+type MaintenanceRequest struct {
+	// For is how long healing stays paused, a Go duration string ("30m");
+	// more than 0, at most a week. Required.
+	For string `json:"for"`
+	// Reason says why. Required.
+	Reason string `json:"reason"`
+	// By names who asks (a user, a CI job).
+	By string `json:"by,omitempty"`
+}
+
+// MaintenanceReport is the answer of GET, PUT and DELETE /v1/maintenance:
+// the window in force after the request (nil when none), and for DELETE the
+// one it ended (nil when none was on).
+type MaintenanceReport struct {
+	Maintenance *Maintenance `json:"maintenance,omitempty"`
+	Ended       *Maintenance `json:"ended,omitempty"`
 }
 
 // WatchedService is the watchdog's record of one service.
 type WatchedService struct {
 	Name    string `json:"name"`
 	Strikes int    `json:"strikes"`
-	// State is ok, failing, drifted, healing or crash-looping.
+	// Of is K: the strike that heals.
+	Of int `json:"of,omitempty"`
+	// State is ok, starting, restarting, failing, drifted, healing,
+	// crash-looping or unknown.
 	State  string `json:"state"`
 	Reason string `json:"reason,omitempty"`
+	// Since is when State last changed.
+	Since *time.Time `json:"since,omitempty"`
+	// Heals is how many times the watchdog healed the current spec.
+	Heals int `json:"heals,omitempty"`
+	// LastHeal is when it was last healed.
+	LastHeal *time.Time `json:"last_heal,omitempty"`
 	// NextHeal is when a crash-looping service may be healed again.
 	NextHeal *time.Time `json:"next_heal,omitempty"`
 }
