@@ -19,6 +19,7 @@ import (
 	"github.com/mythex/mythex/internal/lb"
 	"github.com/mythex/mythex/internal/runtime"
 	"github.com/mythex/mythex/internal/runtime/process"
+	"github.com/mythex/mythex/internal/watchdog"
 )
 
 // agentTokenEnv holds the agents' bearer token when no token file is given.
@@ -37,6 +38,11 @@ type agentFlags struct {
 	noLB         bool
 	stopOnExit   bool
 	startTimeout time.Duration
+
+	noWatchdog       bool
+	watchdogInterval time.Duration
+	watchdogFailures int
+	bootstrap        bool
 }
 
 func newAgentCmd() *cobra.Command {
@@ -58,12 +64,22 @@ deploy dies mid-way, the agent returns the host to its last known good
 definition and registers it with the load balancer again.
 
 Services keep running when the agent stops or restarts; a new agent adopts
-them.`,
+them.
+
+The watchdog checks every service of the current definition every
+watchdog.interval (W, default 60s) and heals one only after
+watchdog.failures_before_heal (K, default 4) consecutive failed checks. It
+skips every round while a deploy lease or the bootstrap holds the host lock,
+pauses during maintenance (mythex agent maintenance), heals only from the
+published definition and never writes it. --bootstrap makes the current
+definition run before anything else (what a server does at boot; see mythex
+agent bootstrap).`,
 		Example: `  export ` + agentTokenEnv + `=$(cat /etc/mythex/agent-token)
   mythex agent -f mythex.yml --host web-1 --state-dir /var/lib/mythex
 
-  # by hand, without a fleet config
-  mythex agent --host web-1 --state-dir ./state/web-1 --listen 127.0.0.1:9201`,
+  # by hand, without a fleet config, a faster watchdog
+  mythex agent --host web-1 --state-dir ./state/web-1 --listen 127.0.0.1:9201 \
+    --watchdog-interval 10s --watchdog-failures 4`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAgent(cmd.Context(), f)
@@ -81,8 +97,13 @@ them.`,
 	fl.BoolVar(&f.noLB, "no-lb", false, "do not talk to the load balancer, even with -f")
 	fl.BoolVar(&f.stopOnExit, "stop-services-on-exit", false, "stop every service when the agent exits (demos and tests; servers keep them running)")
 	fl.DurationVar(&f.startTimeout, "start-timeout", 0, "how long a start may wait for services to turn healthy (default: from their healthchecks)")
+	fl.BoolVar(&f.noWatchdog, "no-watchdog", false, "run without the watchdog (nothing heals crashed services)")
+	fl.DurationVar(&f.watchdogInterval, "watchdog-interval", 0, "W, the time between watchdog rounds (default watchdog.interval with -f, else 60s)")
+	fl.IntVar(&f.watchdogFailures, "watchdog-failures", 0, "K, consecutive failed checks before a heal (default watchdog.failures_before_heal with -f, else 4)")
+	fl.BoolVar(&f.bootstrap, "bootstrap", false, "first make the current definition run, under the host lock (use under systemd with the process runtime)")
 	_ = fl.MarkHidden("stop-services-on-exit")
 	_ = cmd.MarkFlagRequired("state-dir")
+	cmd.AddCommand(newAgentBootstrapCmd(), newAgentMaintenanceCmd())
 	return cmd
 }
 
@@ -96,10 +117,16 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	if f.host == "" {
 		f.host, _ = os.Hostname()
 	}
+	policy := watchdog.Policy{}
 	if f.file != "" {
 		cfg, err := fleet.Load(f.file)
 		if err != nil {
 			return err
+		}
+		policy = watchdog.PolicyFrom(cfg.Watchdog)
+		if patience := time.Duration(policy.FailuresBeforeHeal-1) * policy.Interval; f.watchdogInterval == 0 && f.watchdogFailures == 0 && patience < cfg.Drain.Max {
+			log.Warn("watchdog patience (failures_before_heal − 1) × interval is shorter than drain.max: without the host lock a draining service would be healed; run mythex check",
+				"patience", patience, "drain_max", cfg.Drain.Max)
 		}
 		h, ok := findHost(&cfg.Config, f.host)
 		if !ok {
@@ -126,6 +153,25 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	if err != nil {
 		return usagef("--state-dir: %v", err)
 	}
+	var wdPolicy *watchdog.Policy
+	if !f.noWatchdog {
+		if f.watchdogInterval != 0 {
+			policy.Interval = f.watchdogInterval
+		}
+		if f.watchdogFailures != 0 {
+			policy.FailuresBeforeHeal = f.watchdogFailures
+		}
+		policy = policy.WithDefaults()
+		if err := policy.Validate(); err != nil {
+			return usagef("--watchdog-interval/--watchdog-failures: %v", err)
+		}
+		wdPolicy = &policy
+	}
+	release, err := agent.ClaimStateDir(stateDir, "agent")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = release() }()
 	rt, err := newRuntime(f.runtime, stateDir, log)
 	if err != nil {
 		return err
@@ -133,7 +179,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	defer rt.Close()
 	a, err := agent.New(agent.Config{
 		Host: f.host, StateDir: stateDir, Runtime: rt, RuntimeName: f.runtime,
-		Logger: log, Recovery: rec, StartTimeout: f.startTimeout,
+		Logger: log, Recovery: rec, StartTimeout: f.startTimeout, Watchdog: wdPolicy,
 	})
 	if err != nil {
 		return err
@@ -147,6 +193,20 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	log.Info("agent listening", "addr", ln.Addr().String(), "host", f.host, "state_dir", stateDir, "runtime", f.runtime)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	if wdPolicy != nil {
+		log.Info("watchdog on", "interval", wdPolicy.Interval, "failures_before_heal", wdPolicy.FailuresBeforeHeal)
+	}
+	if f.bootstrap {
+		// A failed bootstrap leaves the agent serving: a deploy can fix the
+		// host, and the watchdog keeps trying.
+		if rep, err := a.Bootstrap(ctx); errors.Is(err, agent.ErrNothingPublished) {
+			log.Info("bootstrap: nothing published to this host yet; nothing to start")
+		} else if err != nil {
+			log.Error("bootstrap", "err", err)
+		} else {
+			log.Info("bootstrap: the current definition runs", "services", len(rep.Services))
+		}
+	}
 	select {
 	case <-ctx.Done():
 	case err := <-errc:

@@ -74,3 +74,31 @@ func TestPolicy_Backoff(t *testing.T) {
 		}
 	}
 }
+
+// The example fleets satisfy watchdog-patience, (K−1)·W ≥ drain.max, as
+// `mythex check` demands (examples/seed/before.yml is the write-up's broken
+// "before" and must not).
+func TestExampleConfigs_WatchdogPatience(t *testing.T) {
+	tests := []struct {
+		file string
+		want bool
+	}{
+		{"../../examples/local/mythex.yml", true},
+		{"../../examples/seed/after.yml", true},
+		{"../../examples/seed/before.yml", false},
+	}
+	for _, tc := range tests {
+		cfg, err := fleet.Load(tc.file)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.file, err)
+		}
+		for _, factor := range []float64{1, 0.01} {
+			c := cfg.Config.Scaled(factor)
+			p := PolicyFrom(c.Watchdog)
+			patience := time.Duration(p.FailuresBeforeHeal-1) * p.Interval
+			if got := patience >= c.Drain.Max; got != tc.want {
+				t.Errorf("%s ×%v: (K−1)·W = %v against drain.max %v: holds %v, want %v", tc.file, factor, patience, c.Drain.Max, got, tc.want)
+			}
+		}
+	}
+}
