@@ -200,8 +200,9 @@ type Observation struct {
 	// Instances is the runtime's status (every instance; Decide looks at the
 	// ones named Service.Name). Ignored when the lock is held.
 	Instances []runtime.ServiceStatus
-	// LockHeldBy names who holds the host lock when the watchdog could not
-	// take it; "" when the watchdog holds it for this round.
+	// LockHeldBy names who holds the host lock (e.g. "deploy: v3 by ci",
+	// "bootstrap") when the watchdog could not take it; "" when the watchdog
+	// holds it for this round.
 	LockHeldBy string
 	// Maintenance is the maintenance window, if one was set; it applies while
 	// Now is before its Until.
@@ -243,7 +244,7 @@ func Decide(rec Record, obs Observation, p Policy) (Record, Decision) {
 	}
 	if obs.LockHeldBy != "" {
 		rec.Strikes, rec.OKStreak = 0, 0
-		reason := "not checked: " + obs.LockHeldBy
+		reason := "not checked: the host lock is held by " + obs.LockHeldBy
 		rec = rec.with(rec.State, reason, now)
 		return rec, Decision{Kind: KindSkipLocked, Cause: CauseLockHeld, Detail: reason, Of: k}
 	}

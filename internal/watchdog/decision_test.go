@@ -39,7 +39,7 @@ func TestDecide(t *testing.T) {
 	healthy := []runtime.ServiceStatus{inst(api, runtime.StateRunning, runtime.HealthHealthy)}
 	dead := []runtime.ServiceStatus{inst(api, runtime.StateExited, runtime.HealthNone)}
 	maint := &Maintenance{Reason: "db optimize", Since: t0.Add(-time.Minute), Until: t0.Add(30 * time.Minute)}
-	const holder = "host lock is held by deploy: v2 by ci"
+	const holder = "deploy: v2 by ci"
 
 	tests := []struct {
 		name string

@@ -224,7 +224,8 @@ type Round struct {
 	At time.Time
 	// Result is how it ended.
 	Result RoundResult
-	// Detail says more: who held the lock, the maintenance reason, the error.
+	// Detail says more: who held the lock (its holder name, e.g. "deploy:
+	// v3 by ci"), the maintenance reason, the error.
 	Detail string
 	// Version is the current definition's version ("" without one).
 	Version string
@@ -246,10 +247,12 @@ type ServiceDecision struct {
 
 // Summary is a one-line account of the round, for status.
 func (r Round) Summary() string {
-	if r.Result != RoundChecked {
-		if r.Detail == "" {
-			return string(r.Result)
-		}
+	switch {
+	case r.Result == RoundSkippedLocked:
+		return string(r.Result) + " by " + r.Detail
+	case r.Result != RoundChecked && r.Detail == "":
+		return string(r.Result)
+	case r.Result != RoundChecked:
 		return string(r.Result) + ": " + r.Detail
 	}
 	counts := map[Kind]int{}
@@ -281,7 +284,7 @@ func (w *Watchdog) runOnce(ctx context.Context) Round {
 		err := w.lock.TryLock(w.holder)
 		switch {
 		case errors.Is(err, hostlock.ErrHeld):
-			lockedBy = err.Error()
+			lockedBy = strings.TrimPrefix(err.Error(), hostlock.ErrHeld.Error()+" by ")
 		case err != nil:
 			return w.finishError(round, "lock", fmt.Errorf("host lock: %w", err))
 		default:

@@ -568,7 +568,8 @@ func TestRound_Summary(t *testing.T) {
 		r    Round
 		want string
 	}{
-		{"locked", Round{Result: RoundSkippedLocked, Detail: "host lock is held by deploy"}, "skipped: host lock held: host lock is held by deploy"},
+		{"locked", Round{Result: RoundSkippedLocked, Detail: "deploy: v3 by ci"}, "skipped: host lock held by deploy: v3 by ci"},
+		{"error", Round{Result: RoundError, Detail: "runtime status: boom"}, "error: runtime status: boom"},
 		{"nothing published", Round{Result: RoundNoDefinition}, "no definition published"},
 		{"checked", Round{Result: RoundChecked, Version: "v2", Services: []ServiceDecision{
 			{Decision: Decision{Kind: KindOK}}, {Decision: Decision{Kind: KindOK}}, {Decision: Decision{Kind: KindStrike}},
