@@ -205,9 +205,12 @@ func (p *Prober) loop(ctx context.Context) {
 			p.log.Error("probe scheduler panicked; sending stopped", "panic", v, "stack", string(debug.Stack()))
 		}
 	}()
-	timer := p.clock.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
+	var timer clockwork.Timer // made at the first wait
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	var next int64
 	for {
 		now := p.clock.Now()
@@ -236,7 +239,11 @@ func (p *Prober) loop(ctx context.Context) {
 				continue
 			}
 		}
-		timer.Reset(wait)
+		if timer == nil {
+			timer = p.clock.NewTimer(wait)
+		} else {
+			timer.Reset(wait)
+		}
 		select {
 		case <-timer.Chan():
 		case <-p.stopCh:

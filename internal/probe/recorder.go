@@ -77,6 +77,8 @@ type recorder struct {
 	latency       *hdrhistogram.Histogram
 	sendLatency   *hdrhistogram.Histogram
 	maxLag        time.Duration
+	maxLatency    time.Duration // exact; the histograms round
+	maxSendLat    time.Duration
 	newConns      int64
 	reasons       map[reasonKey]int64
 	versions      map[string]int64
@@ -148,6 +150,8 @@ func (r *recorder) record(res result) {
 		if res.latency > b.maxLatency {
 			b.maxLatency = res.latency
 		}
+		r.maxLatency = max(r.maxLatency, res.latency)
+		r.maxSendLat = max(r.maxSendLat, res.sendLat)
 	}
 	if res.version != "" {
 		b.versions = countKey(b.versions, res.version, maxKeysPerBucket)
@@ -253,8 +257,8 @@ func (r *recorder) fill(rep *Report) {
 	rep.Unsent = t.unsent
 	rep.MaxSendLag = r.maxLag
 	rep.NewConns = r.newConns
-	rep.Latency = latencyOf(r.latency)
-	rep.SendLatency = latencyOf(r.sendLatency)
+	rep.Latency = latencyOf(r.latency, r.maxLatency)
+	rep.SendLatency = latencyOf(r.sendLatency, r.maxSendLat)
 	rep.Reasons = make([]ReasonCount, 0, len(r.reasons))
 	for k, n := range r.reasons {
 		rep.Reasons = append(rep.Reasons, ReasonCount{Class: k.class, Reason: k.reason, Status: k.status, Detail: k.detail, Count: n})
@@ -326,7 +330,9 @@ func recordDuration(h *hdrhistogram.Histogram, d time.Duration) {
 	_ = h.RecordValue(us) // in range by construction
 }
 
-func latencyOf(h *hdrhistogram.Histogram) Latency {
+// latencyOf summarises h; max is the exact maximum (the histogram's is rounded
+// up to its precision).
+func latencyOf(h *hdrhistogram.Histogram, max time.Duration) Latency {
 	if h.TotalCount() == 0 {
 		return Latency{}
 	}
@@ -336,7 +342,7 @@ func latencyOf(h *hdrhistogram.Histogram) Latency {
 		P90:  at(90),
 		P99:  at(99),
 		P999: at(99.9),
-		Max:  time.Duration(h.Max()) * time.Microsecond,
+		Max:  max,
 		Mean: time.Duration(h.Mean() * float64(time.Microsecond)),
 	}
 }
