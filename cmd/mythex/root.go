@@ -60,7 +60,7 @@ measures a deploy by the requests that reached nothing.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &usageError{msg: err.Error()}
 	})
-	root.AddCommand()
+	root.AddCommand(newMeasureCmd())
 	return root
 }
 
