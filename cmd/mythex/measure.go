@@ -109,6 +109,12 @@ incomplete (probe errors, unsent requests, interrupted).`,
 	return cmd
 }
 
+// configFieldsAsFlags names probe.Config's fields in errors by their flags.
+var configFieldsAsFlags = strings.NewReplacer(
+	"url: ", "--url: ", "rate: ", "--rate: ", "duration: ", "--duration: ", "timeout: ", "--timeout: ",
+	"max_in_flight: ", "--max-in-flight: ", "late_tolerance: ", "--late-tolerance: ", "health_path: ", "--health-path: ",
+)
+
 // measureIO is where mythex measure reads and writes.
 type measureIO struct {
 	stdin           io.Reader
@@ -161,7 +167,7 @@ func runMeasure(ctx context.Context, o measureOptions, argv []string, mio measur
 	}
 	p, err := probe.New(cfg, deps)
 	if err != nil {
-		return usagef("%v", err)
+		return usagef("%s", configFieldsAsFlags.Replace(err.Error()))
 	}
 	cfg = p.Config()
 

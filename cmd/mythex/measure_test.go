@@ -258,7 +258,8 @@ func TestMeasureCmd_BadInput(t *testing.T) {
 	}{
 		{"no url", []string{"measure"}, "--url is required"},
 		{"bad scheme", []string{"measure", "--url", "ftp://x/"}, "scheme must be http or https"},
-		{"zero rate", []string{"measure", "--url", "http://127.0.0.1:1/", "--rate", "0"}, "rate"},
+		{"zero rate", []string{"measure", "--url", "http://127.0.0.1:1/", "--rate", "0"}, "--rate: 0 requests per second: must be > 0"},
+		{"negative in-flight bound", []string{"measure", "--url", "http://127.0.0.1:1/", "--max-in-flight", "-3"}, "--max-in-flight: -3 is negative"},
 		{"rate not a number", []string{"measure", "--url", "http://127.0.0.1:1/", "--rate", "fast"}, "invalid argument"},
 		{"negative max-dropped", []string{"measure", "--url", "http://127.0.0.1:1/", "--max-dropped", "-1"}, "--max-dropped"},
 		{"duration with a command", []string{"measure", "--url", "http://127.0.0.1:1/", "--duration", "5s", "--", "true"}, "--duration applies only without a command"},

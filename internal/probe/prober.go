@@ -61,8 +61,13 @@ type Prober struct {
 	healthPath bool
 	rec        *recorder
 
-	inflight atomic.Int64
-	requests sync.WaitGroup
+	// Requests are made by a pool of workers that grows on demand up to
+	// MaxInFlight (workers keep their grown stacks; a goroutine per request
+	// spends a good share of its CPU growing a fresh stack).
+	jobs     chan job       // unbuffered: a hand-off succeeds only to an idle worker
+	workers  int            // workers started; owned by the scheduler goroutine
+	pool     sync.WaitGroup // one per worker
+	inflight atomic.Int64   // jobs handed to workers and not yet recorded
 
 	mu       sync.Mutex // guards started, stopped
 	started  bool
@@ -99,6 +104,7 @@ func New(cfg Config, deps Deps) (*Prober, error) {
 		tmpl:       tmpl,
 		healthPath: u.Path == cfg.HealthPath,
 		rec:        newRecorder(cfg.LateTolerance),
+		jobs:       make(chan job),
 		stopCh:     make(chan struct{}),
 		loopDone:   make(chan struct{}),
 		flush:      make(chan struct{}),
@@ -171,7 +177,8 @@ func (p *Prober) Stop() Report {
 			return
 		}
 		<-p.loopDone
-		p.requests.Wait()
+		close(p.jobs) // the scheduler, the only sender, has returned
+		p.pool.Wait()
 		p.rec.closeAll()
 		close(p.flush)
 		<-p.emitDone
@@ -256,24 +263,52 @@ func (p *Prober) loop(ctx context.Context) {
 	}
 }
 
-// dispatch sends request i off in its own goroutine, or counts it unsent
-// when the in-flight bound is reached.
-func (p *Prober) dispatch(i int64) {
-	s := p.sched.second(i)
-	if p.inflight.Load() >= int64(p.cfg.MaxInFlight) {
-		p.rec.unsent(s)
-		return
-	}
-	p.inflight.Add(1)
-	p.requests.Add(1)
-	p.rec.dispatched(s)
-	go p.send(p.sched.due(i), s)
+// job is one request for a worker.
+type job struct {
+	due    time.Time
+	second int
 }
 
-// send makes one request and records its result.
+// dispatch hands request i to an idle worker, starts a new worker when none
+// is idle, or counts the request unsent when MaxInFlight requests are in
+// flight. Only the scheduler goroutine calls it.
+func (p *Prober) dispatch(i int64) {
+	j := job{due: p.sched.due(i), second: p.sched.second(i)}
+	max := p.cfg.MaxInFlight
+	if p.inflight.Load() >= int64(max) {
+		p.rec.unsent(j.second)
+		return
+	}
+	p.rec.dispatched(j.second)
+	p.inflight.Add(1)
+	select {
+	case p.jobs <- j:
+		return
+	default:
+	}
+	if p.workers < max {
+		p.workers++
+		p.pool.Add(1)
+		go p.worker(j)
+		return
+	}
+	// Every worker exists and fewer than all are busy: one has just finished
+	// and is on its way back for the next job.
+	p.jobs <- j
+}
+
+// worker makes requests until jobs is closed.
+func (p *Prober) worker(j job) {
+	defer p.pool.Done()
+	for ok := true; ok; j, ok = <-p.jobs {
+		p.send(j.due, j.second)
+		p.inflight.Add(-1)
+	}
+}
+
+// send makes one request and records its result. A panic is recovered,
+// logged and recorded as a probe error.
 func (p *Prober) send(due time.Time, second int) {
-	defer p.requests.Done()
-	defer p.inflight.Add(-1)
 	recorded := false
 	defer func() {
 		if v := recover(); v != nil {

@@ -79,7 +79,11 @@ func WriteSummary(w io.Writer, r *Report, st Style) error {
 	}
 	n := func(v int64) string { return fmt.Sprint(v) }
 	fmt.Fprintf(&b, "%s at %g req/s for %s (max in flight %d)\n", r.URL, r.Rate, r.Elapsed.Round(time.Millisecond), r.MaxInFlight)
-	row("requests", n(r.Requests), fmt.Sprintf("sent; %d unsent (in-flight bound reached)", r.Unsent))
+	if r.Unsent > 0 {
+		row("requests", n(r.Requests), fmt.Sprintf("sent; %d more not sent: %d were in flight (the bound)", r.Unsent, r.MaxInFlight))
+	} else {
+		row("requests", n(r.Requests), "sent, every one the schedule held")
+	}
 	row("ok", n(r.OK), "")
 	row("reached nothing", st.paint(ansiRed, r.ReachedNothing, n(r.ReachedNothing)), reasonsOf(r.Reasons, ClassReachedNothing))
 	row("app errors", st.paint(ansiYellow, r.AppErrors, n(r.AppErrors)), reasonsOf(r.Reasons, ClassAppError))

@@ -254,3 +254,24 @@ func TestRun_ProbeErrorIsNotReachedNothing(t *testing.T) {
 		t.Errorf("requests %d probe errors %d reached nothing %d complete %v; reasons %+v", r.Requests, r.ProbeErrors, r.ReachedNothing, r.Complete(), r.Reasons)
 	}
 }
+
+// BenchmarkExchange is one request through the prober's HTTP path (request,
+// httptrace, body drain, header reads) against a local server, with the
+// client and server sharing the machine.
+func BenchmarkExchange(b *testing.B) {
+	srv := httptest.NewServer(statusHandler(200, map[string]string{wire.HeaderVersion: "v1", wire.HeaderHost: "web-1"}))
+	b.Cleanup(srv.Close)
+	client := newClient(NewTransport(64, 2*time.Second))
+	b.Cleanup(client.CloseIdleConnections)
+	req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		obs, _ := exchange(client, req, 2*time.Second, false)
+		if obs.Err != nil || obs.Status != 200 {
+			b.Fatalf("status %d err %v", obs.Status, obs.Err)
+		}
+	}
+}
