@@ -20,7 +20,9 @@ func Example() {
 	defer srv.Close()
 
 	p, err := probe.New(probe.Config{URL: srv.URL, Rate: 20, Duration: time.Second}, probe.Deps{
-		OnBucket: func(b probe.Bucket) { fmt.Printf("second %d: %d ok, %d reached nothing\n", b.Second, b.OK, b.ReachedNothing) },
+		OnBucket: func(b probe.Bucket) {
+			fmt.Printf("second %d: %d ok, %d reached nothing\n", b.Second, b.OK, b.ReachedNothing)
+		},
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -29,9 +29,13 @@ const maxBatch = 1024
 
 // Deps are a Prober's dependencies; zero fields get defaults.
 type Deps struct {
-	// Clock times the schedule and measures latency. Default: the real clock.
-	// (Request timeouts always run on real time: they are enforced by the
-	// network stack.)
+	// Clock times the schedule and measures latency. Default (nil): the real
+	// clock, with the last PreciseWindow of every wait slept precisely
+	// (waiter.go: Go's timers can overshoot by a millisecond when the process
+	// is otherwise idle, enough to make sends late). When set, the schedule
+	// waits on this clock's timers only: a fake clock in tests, or
+	// clockwork.NewRealClock() inside a testing/synctest bubble. (Request
+	// timeouts always run on real time: the network stack enforces them.)
 	Clock clockwork.Clock
 	// Transport sends the requests. Default: NewTransport(MaxInFlight,
 	// Timeout). A custom one must not follow redirects or retry on its own
@@ -54,6 +58,7 @@ type Deps struct {
 type Prober struct {
 	cfg        Config
 	clock      clockwork.Clock
+	precise    bool // clock is the default real clock: sleep precisely
 	log        *slog.Logger
 	onBucket   func(Bucket)
 	client     *http.Client
@@ -112,6 +117,7 @@ func New(cfg Config, deps Deps) (*Prober, error) {
 	}
 	if p.clock == nil {
 		p.clock = clockwork.NewRealClock()
+		p.precise = true
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
@@ -212,16 +218,11 @@ func (p *Prober) loop(ctx context.Context) {
 			p.log.Error("probe scheduler panicked; sending stopped", "panic", v, "stack", string(debug.Stack()))
 		}
 	}()
-	var timer clockwork.Timer // made at the first wait
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+	w := p.newWaiter(ctx)
+	defer w.close()
 	var next int64
 	for {
-		now := p.clock.Now()
-		n := p.sched.dueBy(now)
+		n := p.sched.dueBy(p.clock.Now())
 		if n > next+maxBatch {
 			n = next + maxBatch
 		}
@@ -233,30 +234,7 @@ func (p *Prober) loop(ctx context.Context) {
 			return
 		}
 		p.rec.closeBefore(p.sched.second(next))
-		wait := p.sched.due(next).Sub(p.clock.Now())
-		if wait <= 0 {
-			select {
-			case <-p.stopCh:
-				p.sendEnd = p.clock.Now()
-				return
-			case <-ctx.Done():
-				p.sendEnd = p.clock.Now()
-				return
-			default:
-				continue
-			}
-		}
-		if timer == nil {
-			timer = p.clock.NewTimer(wait)
-		} else {
-			timer.Reset(wait)
-		}
-		select {
-		case <-timer.Chan():
-		case <-p.stopCh:
-			p.sendEnd = p.clock.Now()
-			return
-		case <-ctx.Done():
+		if !w.until(p.sched.due(next)) {
 			p.sendEnd = p.clock.Now()
 			return
 		}

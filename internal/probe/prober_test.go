@@ -99,7 +99,7 @@ func checkSums(t *testing.T, r Report) {
 func TestProber_OpenLoopAgainstSlowTarget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		target := &fakeTarget{delay: 20 * time.Millisecond, slots: make(chan struct{}, 1), arrivals: true, start: time.Now()}
-		p := mustNew(t, Config{URL: "http://target/", Rate: 100, Duration: 3 * time.Second, Timeout: time.Minute}, Deps{Transport: target})
+		p := mustNew(t, Config{URL: "http://target/", Rate: 100, Duration: 3 * time.Second, Timeout: time.Minute}, Deps{Clock: clockwork.NewRealClock(), Transport: target})
 		if err := p.Start(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +186,7 @@ func waitFor(t *testing.T, cond func() bool) {
 func TestProber_InFlightBound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		target := &fakeTarget{delay: time.Hour}
-		p := mustNew(t, Config{URL: "http://target/", Rate: 100, Duration: time.Second, Timeout: 5 * time.Second, MaxInFlight: 7}, Deps{Transport: target})
+		p := mustNew(t, Config{URL: "http://target/", Rate: 100, Duration: time.Second, Timeout: 5 * time.Second, MaxInFlight: 7}, Deps{Clock: clockwork.NewRealClock(), Transport: target})
 		if err := p.Start(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +220,7 @@ func TestProber_OnBucket(t *testing.T) {
 		var got []Bucket
 		var at []time.Duration
 		var mu sync.Mutex
-		p := mustNew(t, Config{URL: "http://target/", Rate: 10, Duration: 3 * time.Second}, Deps{Transport: target, OnBucket: func(b Bucket) {
+		p := mustNew(t, Config{URL: "http://target/", Rate: 10, Duration: 3 * time.Second}, Deps{Clock: clockwork.NewRealClock(), Transport: target, OnBucket: func(b Bucket) {
 			mu.Lock()
 			defer mu.Unlock()
 			got = append(got, b)
@@ -264,7 +264,7 @@ func TestProber_LongRunMemoryBound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		target := &fakeTarget{header: http.Header{wire.HeaderVersion: {"v1"}}}
 		const seconds = 1200
-		p := mustNew(t, Config{URL: "http://target/", Rate: 20, Duration: seconds * time.Second}, Deps{Transport: target})
+		p := mustNew(t, Config{URL: "http://target/", Rate: 20, Duration: seconds * time.Second}, Deps{Clock: clockwork.NewRealClock(), Transport: target})
 		var heapAt100, heapAt1100 uint64
 		p.onBucket = func(b Bucket) {
 			switch b.Second {
@@ -297,7 +297,7 @@ func TestProber_LongRunMemoryBound(t *testing.T) {
 func TestProber_StopEarly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		target := &fakeTarget{delay: 500 * time.Millisecond}
-		p := mustNew(t, Config{URL: "http://target/", Rate: 10}, Deps{Transport: target})
+		p := mustNew(t, Config{URL: "http://target/", Rate: 10}, Deps{Clock: clockwork.NewRealClock(), Transport: target})
 		if err := p.Start(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -326,7 +326,7 @@ func TestProber_StopEarly(t *testing.T) {
 func TestProber_ContextEndsSending(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		target := &fakeTarget{delay: 200 * time.Millisecond}
-		p := mustNew(t, Config{URL: "http://target/", Rate: 10}, Deps{Transport: target})
+		p := mustNew(t, Config{URL: "http://target/", Rate: 10}, Deps{Clock: clockwork.NewRealClock(), Transport: target})
 		ctx, cancel := context.WithCancel(t.Context())
 		if err := p.Start(ctx); err != nil {
 			t.Fatal(err)
@@ -344,7 +344,7 @@ func TestProber_ContextEndsSending(t *testing.T) {
 func TestProber_Lifecycle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := Config{URL: "http://target/", Rate: 1, Duration: time.Second}
-		p := mustNew(t, cfg, Deps{Transport: &fakeTarget{}})
+		p := mustNew(t, cfg, Deps{Clock: clockwork.NewRealClock(), Transport: &fakeTarget{}})
 		if err := p.Start(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -353,7 +353,7 @@ func TestProber_Lifecycle(t *testing.T) {
 		}
 		p.Stop()
 
-		q := mustNew(t, cfg, Deps{Transport: &fakeTarget{}})
+		q := mustNew(t, cfg, Deps{Clock: clockwork.NewRealClock(), Transport: &fakeTarget{}})
 		r := q.Stop()
 		if r.Requests != 0 || r.Buckets == nil {
 			t.Errorf("Stop before Start = %+v", r)
@@ -369,7 +369,7 @@ func TestProber_Lifecycle(t *testing.T) {
 func TestProber_OnBucketPanicIsContained(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		calls := 0
-		p := mustNew(t, Config{URL: "http://target/", Rate: 5, Duration: 2 * time.Second}, Deps{Transport: &fakeTarget{}, OnBucket: func(Bucket) {
+		p := mustNew(t, Config{URL: "http://target/", Rate: 5, Duration: 2 * time.Second}, Deps{Clock: clockwork.NewRealClock(), Transport: &fakeTarget{}, OnBucket: func(Bucket) {
 			calls++
 			panic("boom")
 		}})
@@ -401,7 +401,7 @@ func TestRun_Classes(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				r, err := Run(t.Context(), Config{URL: tc.url, Rate: 10, Duration: time.Second}, Deps{Transport: tc.target})
+				r, err := Run(t.Context(), Config{URL: tc.url, Rate: 10, Duration: time.Second}, Deps{Clock: clockwork.NewRealClock(), Transport: tc.target})
 				if err != nil {
 					t.Fatal(err)
 				}
