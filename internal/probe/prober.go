@@ -62,6 +62,7 @@ type Prober struct {
 	log        *slog.Logger
 	onBucket   func(Bucket)
 	client     *http.Client
+	ownRT      *http.Transport // the default transport, closed by Stop; nil when injected
 	tmpl       *http.Request
 	healthPath bool
 	rec        *recorder
@@ -124,7 +125,8 @@ func New(cfg Config, deps Deps) (*Prober, error) {
 	}
 	rt := deps.Transport
 	if rt == nil {
-		rt = NewTransport(cfg.MaxInFlight, cfg.Timeout)
+		p.ownRT = NewTransport(cfg.MaxInFlight, cfg.Timeout)
+		rt = p.ownRT
 	}
 	p.client = newClient(rt)
 	return p, nil
@@ -167,8 +169,8 @@ func (p *Prober) Done() <-chan struct{} { return p.loopDone }
 func (p *Prober) InFlight() int { return int(p.inflight.Load()) }
 
 // Stop stops sending, waits for the requests in flight (each ends within
-// Config.Timeout), delivers the remaining seconds to Deps.OnBucket and
-// returns the Report. Later calls return the same Report. Stop before Start
+// Config.Timeout), closes the default transport's idle connections, delivers
+// the remaining seconds to Deps.OnBucket and returns the Report. Later calls return the same Report. Stop before Start
 // returns an empty Report and makes Start fail.
 func (p *Prober) Stop() Report {
 	p.stopOnce.Do(func() {
@@ -185,6 +187,9 @@ func (p *Prober) Stop() Report {
 		<-p.loopDone
 		close(p.jobs) // the scheduler, the only sender, has returned
 		p.pool.Wait()
+		if p.ownRT != nil {
+			p.ownRT.CloseIdleConnections()
+		}
 		p.rec.closeAll()
 		close(p.flush)
 		<-p.emitDone

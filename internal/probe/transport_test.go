@@ -275,3 +275,30 @@ func BenchmarkExchange(b *testing.B) {
 		}
 	}
 }
+
+// TestProber_StopClosesConnections: after Stop the default transport keeps
+// no connection open to the target (a library user running many probes
+// leaks nothing).
+func TestProber_StopClosesConnections(t *testing.T) {
+	var open atomic.Int64
+	srv := httptest.NewUnstartedServer(statusHandler(200, nil))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			open.Add(-1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	p := mustNew(t, Config{URL: srv.URL, Rate: 50, Duration: 500 * time.Millisecond}, Deps{})
+	if err := p.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	<-p.Done()
+	if r := p.Stop(); r.OK != 25 || r.NewConns < 1 {
+		t.Fatalf("ok %d new conns %d", r.OK, r.NewConns)
+	}
+	waitFor(t, func() bool { return open.Load() == 0 })
+}
