@@ -44,20 +44,28 @@ code=0
 "$tmp/mythex" measure --url "http://$addr/" --rate "$RATE" --duration "$DURATION" --quiet "$@" \
 	>"$tmp/summary" 2>"$tmp/stderr" &
 pid=$!
+# cpu_ticks PID: user+system CPU time of PID so far, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || true; }
+hz=$(getconf CLK_TCK)
+backend_ticks0=$(cpu_ticks "$backend_pid")
 t=0
 rss_first=
 rss_last=
+ticks=
 while kill -0 "$pid" 2>/dev/null; do
 	rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
+	now_ticks=$(cpu_ticks "$pid")
 	if [[ -n $rss ]]; then
 		echo "  t=${t}s rss=${rss} kB"
 		[[ -n $rss_first || $t -lt 2 ]] || rss_first=$rss
 		rss_last=$rss
 	fi
+	[[ -z $now_ticks ]] || ticks=$now_ticks
 	sleep 1
 	t=$((t + 1))
 done
 wait "$pid" || code=$?
+backend_ticks=$(( $(cpu_ticks "$backend_pid") - backend_ticks0 ))
 
 echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== mythex measure summary (exit $code)"
@@ -72,4 +80,6 @@ if [[ -n $requests && $requests -gt 0 ]]; then
 	awk -v l="$late" -v r="$requests" 'BEGIN { printf "  late sends:     %d (%.3f%%; target < 1%%)\n", l, 100 * l / r }'
 fi
 echo "  RSS:            ${rss_first:-?} kB at 2 s -> ${rss_last:-?} kB at the end"
+awk -v p="${ticks:-0}" -v b="$backend_ticks" -v hz="$hz" -v t="$t" 'BEGIN {
+	printf "  CPU:            prober %.1f s, backend %.1f s over ~%d s (%.0f%% and %.0f%% of one core)\n", p / hz, b / hz, t, 100 * p / hz / t, 100 * b / hz / t }'
 exit "$code"

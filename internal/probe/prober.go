@@ -37,9 +37,10 @@ type Deps struct {
 	// clockwork.NewRealClock() inside a testing/synctest bubble. (Request
 	// timeouts always run on real time: the network stack enforces them.)
 	Clock clockwork.Clock
-	// Transport sends the requests. Default: NewTransport(MaxInFlight,
-	// Timeout). A custom one must not follow redirects or retry on its own
-	// if its results are to mean anything.
+	// Transport sends the requests; its RoundTrip is called directly (no
+	// http.Client: no redirects followed, no cookies). Default:
+	// NewTransport(MaxInFlight, Timeout). A custom one must not retry on its
+	// own if its results are to mean anything.
 	Transport http.RoundTripper
 	// Logger receives panics of request goroutines and of OnBucket. Default:
 	// discard.
@@ -61,7 +62,7 @@ type Prober struct {
 	precise    bool // clock is the default real clock: sleep precisely
 	log        *slog.Logger
 	onBucket   func(Bucket)
-	client     *http.Client
+	rt         http.RoundTripper
 	ownRT      *http.Transport // the default transport, closed by Stop; nil when injected
 	tmpl       *http.Request
 	healthPath bool
@@ -128,7 +129,7 @@ func New(cfg Config, deps Deps) (*Prober, error) {
 		p.ownRT = NewTransport(cfg.MaxInFlight, cfg.Timeout)
 		rt = p.ownRT
 	}
-	p.client = newClient(rt)
+	p.rt = rt
 	return p, nil
 }
 
@@ -302,7 +303,7 @@ func (p *Prober) send(due time.Time, second int) {
 		}
 	}()
 	sent := p.clock.Now()
-	obs, x := exchange(p.client, p.tmpl, p.cfg.Timeout, p.healthPath)
+	obs, x := exchange(p.rt, p.tmpl, p.cfg.Timeout, p.healthPath)
 	end := p.clock.Now()
 	out := Classify(obs)
 	var detail string

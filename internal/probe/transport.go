@@ -67,18 +67,23 @@ type exchanged struct {
 	newConns      int // connections dialed for the request
 }
 
-// exchange sends req (a template; it is shallow-copied, never modified) with
-// a timeout covering the whole exchange, reads the body to its end and
-// returns what was observed. It never returns an error of its own: every
-// failure is in Observation.Err.
-func exchange(client *http.Client, tmpl *http.Request, timeout time.Duration, healthPath bool) (Observation, exchanged) {
+// exchange sends tmpl (shallow-copied, never modified) through rt with a
+// timeout covering the whole exchange, reads the body to its end and returns
+// what was observed. It never returns an error of its own: every failure is
+// in Observation.Err.
+//
+// It calls the RoundTripper directly rather than through an http.Client: a
+// RoundTripper never follows redirects (a 3xx is the application's answer),
+// keeps no cookies, and the client's per-request header copy for redirects
+// is a tenth of the prober's allocations.
+func exchange(rt http.RoundTripper, tmpl *http.Request, timeout time.Duration, healthPath bool) (Observation, exchanged) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	a := newAttempt()
 	req := tmpl.WithContext(httptrace.WithClientTrace(ctx, &a.trace))
 	obs := Observation{HealthPath: healthPath}
 	var x exchanged
-	resp, err := client.Do(req)
+	resp, err := rt.RoundTrip(req)
 	if err == nil {
 		_, err = io.Copy(io.Discard, resp.Body)
 		if cerr := resp.Body.Close(); err == nil {
@@ -95,13 +100,4 @@ func exchange(client *http.Client, tmpl *http.Request, timeout time.Duration, he
 	obs.Retried = a.conns.Load() > 1
 	x.newConns = int(a.fresh.Load())
 	return obs, x
-}
-
-// newClient wraps rt in a client that never follows redirects (a 3xx is the
-// application's answer) and keeps no cookies.
-func newClient(rt http.RoundTripper) *http.Client {
-	return &http.Client{
-		Transport:     rt,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
 }

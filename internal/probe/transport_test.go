@@ -70,7 +70,7 @@ func statusHandler(status int, header map[string]string) http.HandlerFunc {
 	}
 }
 
-func doOnce(t *testing.T, client *http.Client, url string, timeout time.Duration, healthPath bool) (Observation, exchanged) {
+func doOnce(t *testing.T, client http.RoundTripper, url string, timeout time.Duration, healthPath bool) (Observation, exchanged) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
@@ -155,7 +155,7 @@ func TestExchange_RealServers(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			client := newClient(NewTransport(4, time.Second))
+			client := NewTransport(4, time.Second)
 			t.Cleanup(client.CloseIdleConnections)
 			obs, _ := doOnce(t, client, tc.url(t), 300*time.Millisecond, tc.healthPath)
 			got := Classify(obs)
@@ -188,7 +188,7 @@ func TestExchange_ReusedConnectionDied(t *testing.T) {
 			_, _ = c.Write([]byte(okResp))
 		}
 	})
-	client := newClient(NewTransport(4, time.Second))
+	client := NewTransport(4, time.Second)
 	t.Cleanup(client.CloseIdleConnections)
 
 	first, x1 := doOnce(t, client, url, 2*time.Second, false)
@@ -261,7 +261,7 @@ func TestRun_ProbeErrorIsNotReachedNothing(t *testing.T) {
 func BenchmarkExchange(b *testing.B) {
 	srv := httptest.NewServer(statusHandler(200, map[string]string{wire.HeaderVersion: "v1", wire.HeaderHost: "web-1"}))
 	b.Cleanup(srv.Close)
-	client := newClient(NewTransport(64, 2*time.Second))
+	client := NewTransport(64, 2*time.Second)
 	b.Cleanup(client.CloseIdleConnections)
 	req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
 	if err != nil {
