@@ -336,7 +336,9 @@ func latencyOf(h *hdrhistogram.Histogram, max time.Duration) Latency {
 	if h.TotalCount() == 0 {
 		return Latency{}
 	}
-	at := func(q float64) time.Duration { return time.Duration(h.ValueAtQuantile(q)) * time.Microsecond }
+	// The histogram reports the highest value equivalent to a bucket (3
+	// significant digits), which can exceed the exact maximum.
+	at := func(q float64) time.Duration { return min(time.Duration(h.ValueAtQuantile(q))*time.Microsecond, max) }
 	return Latency{
 		P50:  at(50),
 		P90:  at(90),

@@ -227,3 +227,19 @@ func BenchmarkRecorder_RecordParallel(b *testing.B) {
 		}
 	})
 }
+
+// TestRecorder_PercentilesNeverExceedMax: the histogram rounds up; the
+// report's percentiles are capped by the exact maximum.
+func TestRecorder_PercentilesNeverExceedMax(t *testing.T) {
+	r := newRecorder(time.Millisecond)
+	for _, d := range []time.Duration{time.Millisecond, 20770 * time.Microsecond} {
+		r.dispatched(0)
+		r.record(okResult(0, d))
+	}
+	var rep Report
+	r.fill(&rep)
+	l := rep.Latency
+	if l.Max != 20770*time.Microsecond || l.P999 > l.Max || l.P99 > l.Max {
+		t.Errorf("latency %+v: a percentile exceeds the max", l)
+	}
+}
