@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -301,4 +302,48 @@ func TestProber_StopClosesConnections(t *testing.T) {
 		t.Fatalf("ok %d new conns %d", r.OK, r.NewConns)
 	}
 	waitFor(t, func() bool { return open.Load() == 0 })
+}
+
+// TestRun_RealSlowServerKeepsSchedule is the real-time counterpart of
+// TestProber_OpenLoopAgainstSlowTarget: a real server that serves one
+// request at a time in 60 ms (capacity ~16/s) probed at 50/s for 1 s. The
+// requests arrive over about 1 s, on schedule (a closed-loop prober would need
+// 3 s to send them), and the latency from the scheduled time reaches about
+// 2 s for the last ones. Bounds are generous for a busy machine.
+func TestRun_RealSlowServerKeepsSchedule(t *testing.T) {
+	var mu sync.Mutex
+	var first, last time.Time
+	var arrivals int
+	serve := make(chan struct{}, 1)
+	url := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		now := time.Now()
+		if arrivals == 0 {
+			first = now
+		}
+		last = now
+		arrivals++
+		mu.Unlock()
+		serve <- struct{}{}
+		defer func() { <-serve }()
+		time.Sleep(60 * time.Millisecond) // the server's service time
+	})
+	r, err := Run(t.Context(), Config{URL: url, Rate: 50, Duration: time.Second, Timeout: 10 * time.Second}, Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSums(t, r)
+	if r.Requests != 50 || r.OK != 50 || r.Unsent != 0 {
+		t.Fatalf("requests %d ok %d unsent %d, want 50 50 0", r.Requests, r.OK, r.Unsent)
+	}
+	mu.Lock()
+	spread := last.Sub(first)
+	mu.Unlock()
+	if spread > 2*time.Second {
+		t.Errorf("requests arrived over %v: the send schedule slipped (closed loop: ~3s; open loop: ~1s)", spread)
+	}
+	if r.Latency.Max < 1500*time.Millisecond {
+		t.Errorf("max latency from scheduled time %v, want ≥ 1.5s (the queue builds up)", r.Latency.Max)
+	}
+	t.Logf("arrivals over %v; latency from scheduled time p50 %v max %v; from send p50 %v", spread, r.Latency.P50, r.Latency.Max, r.SendLatency.P50)
 }
