@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -150,6 +151,7 @@ func runMeasure(ctx context.Context, o measureOptions, argv []string, mio measur
 	}
 
 	tuneGC()
+	mio.stdout, mio.stderr = serialized(mio.stdout), serialized(mio.stderr)
 	color := isTerminal(mio.stderr) && os.Getenv("NO_COLOR") == ""
 	style := probe.Style{Color: color}
 	cfg := probe.Config{
@@ -329,6 +331,27 @@ func tuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(measureGCPercent)
 	}
+}
+
+// serialized returns w itself when it is a file (the OS orders writes, and
+// a command run with it inherits it: a terminal stays a terminal), else w
+// behind a mutex: the timeline and a command's output write concurrently.
+func serialized(w io.Writer) io.Writer {
+	if _, ok := w.(*os.File); ok {
+		return w
+	}
+	return &lockedWriter{w: w}
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 // isTerminal reports whether w is a terminal.

@@ -318,3 +318,24 @@ func TestMeasureVerdict(t *testing.T) {
 		})
 	}
 }
+
+// TestRunMeasure_InProcess runs the command in-process with buffers for its
+// streams (the race detector watches the timeline and the command's output
+// writing at once).
+func TestRunMeasure_InProcess(t *testing.T) {
+	t.Setenv("MYTHEX_MEASURE_HELPER", "1") // for the command, a helper process
+	url := appServer(t)
+	var out, errb bytes.Buffer
+	o := measureOptions{url: url, rate: 50, timeout: 2 * time.Second, tail: 1100 * time.Millisecond,
+		lateTolerance: time.Millisecond, healthPath: "/healthz"}
+	err := runMeasure(t.Context(), o, helperArgv("exit", "0", "200ms"), measureIO{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, tailChanged: true})
+	if err != nil {
+		t.Fatalf("runMeasure: %v\nstderr:\n%s", err, errb.String())
+	}
+	if !strings.Contains(out.String(), "helper stdout line") || !strings.Contains(out.String(), "PASS: 0 of") {
+		t.Errorf("stdout:\n%s", out.String())
+	}
+	if !strings.Contains(errb.String(), "helper stderr line") || !strings.Contains(errb.String(), "v1=50 | web-1=50") {
+		t.Errorf("stderr:\n%s", errb.String())
+	}
+}
