@@ -9,7 +9,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/mythex/mythex/internal/agentapi"
@@ -174,11 +173,6 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 		printDeploySummary(out, res, err)
 	}
 	return res, err
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && isatty.IsTerminal(f.Fd())
 }
 
 // printDeploySummary prints each host's time against the analytic lower bound.
