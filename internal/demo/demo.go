@@ -329,4 +329,3 @@ func firstFailed(res deploy.Result) string {
 	}
 	return "web-1"
 }
-

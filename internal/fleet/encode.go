@@ -3,8 +3,8 @@ package fleet
 import (
 	"fmt"
 	"reflect"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
