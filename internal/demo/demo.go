@@ -104,7 +104,9 @@ type Summary struct {
 	AppErrors      int64          `json:"app_errors"`
 	DrainSignals   int64          `json:"drain_signals"`
 	Deploys        []DeployReport `json:"deploys"`
-	Dir            string         `json:"dir,omitempty"`
+	// AgentRSSMB is each agent's resident memory at the end, in MB.
+	AgentRSSMB map[string]float64 `json:"agent_rss_mb,omitempty"`
+	Dir        string             `json:"dir,omitempty"`
 }
 
 // OK reports whether every deploy succeeded and no request reached nothing.
@@ -229,6 +231,10 @@ func Run(ctx context.Context, o Options) (sum Summary, err error) {
 			break
 		}
 		from = version
+	}
+	sum.AgentRSSMB = map[string]float64{}
+	for h, b := range f.AgentRSS() {
+		sum.AgentRSSMB[h] = float64(b) / (1 << 20)
 	}
 	return sum, nil
 }

@@ -128,6 +128,14 @@ func TestDemo_DeployUnderLoadDropsNothing(t *testing.T) {
 	if !sum.OK() {
 		t.Error("summary not OK")
 	}
+	if len(sum.AgentRSSMB) != 3 {
+		t.Errorf("agent RSS = %v, want one per host", sum.AgentRSSMB)
+	}
+	for h, mb := range sum.AgentRSSMB {
+		if mb <= 1 || mb > 200 {
+			t.Errorf("%s agent RSS %.1f MB is not plausible", h, mb)
+		}
+	}
 }
 
 func TestDemo_BeforeProfileDropsRequests(t *testing.T) {
