@@ -334,7 +334,7 @@ func judgeMachine(in Input, id string, final bool) machineJudgement {
 		last := all[len(all)-1]
 		s.Healthy = last.probe.Ran && last.probe.OK
 	}
-	fillCrashSummary(s, ok)
+	fillCrashSummary(s, ok, in.Start)
 
 	fail := func(st MachineStatus, format string, args ...any) machineJudgement {
 		s.Status = st
@@ -508,7 +508,7 @@ func crashedBetween(a, b obs) bool {
 }
 
 // fillCrashSummary fills the crash fields of s from the answered looks.
-func fillCrashSummary(s *MachineSummary, ok []obs) {
+func fillCrashSummary(s *MachineSummary, ok []obs, t0 time.Time) {
 	seen := map[int64]bool{}
 	for _, o := range ok {
 		for _, c := range o.crashes {
@@ -526,7 +526,7 @@ func fillCrashSummary(s *MachineSummary, ok []obs) {
 	// Distinct starts of one instance after its first: each is a restart.
 	starts := map[string]map[int64]bool{}
 	for _, o := range ok {
-		if o.started.IsZero() {
+		if o.m.State != platform.StateStarted || o.started.Before(t0) {
 			continue
 		}
 		if starts[o.m.InstanceID] == nil {
