@@ -77,7 +77,9 @@ func newFakePlatform(clock clockwork.Clock) *fakePlatform {
 
 func (f *fakePlatform) Name() string { return "fake" }
 
-func (f *fakePlatform) record(format string, args ...any) { f.calls = append(f.calls, fmt.Sprintf(format, args...)) }
+func (f *fakePlatform) record(format string, args ...any) {
+	f.calls = append(f.calls, fmt.Sprintf(format, args...))
+}
 
 // Calls returns the mutating calls made so far, e.g. "update m1 app:v1".
 func (f *fakePlatform) Calls() []string {
