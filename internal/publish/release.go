@@ -78,8 +78,9 @@ type Release struct {
 	// Machines are the ids of the machines that run (or ran) it.
 	Machines []string `json:"machines,omitempty"`
 	// LastLook is the reconciler's latest look, the baseline its next round
-	// compares with.
-	LastLook *Look `json:"last_look,omitempty"`
+	// compares with; CheckedAt is when it was taken.
+	LastLook  *Look     `json:"last_look,omitempty"`
+	CheckedAt time.Time `json:"checked_at,omitzero"`
 }
 
 // Health says how a release's health is checked.

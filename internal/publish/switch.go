@@ -14,8 +14,10 @@ import (
 // registered with the router and in rotation.
 func (g *Gate) ensureServing(ctx context.Context, app, rel string, t0 time.Time, old []platform.Machine, h Health) error {
 	var woke []string
+	var ready []platform.Machine
 	for _, m := range old {
 		if m.State == platform.StateStarted {
+			ready = append(ready, m)
 			continue
 		}
 		cctx, cancel := g.callCtx(ctx)
@@ -28,14 +30,11 @@ func (g *Gate) ensureServing(ctx context.Context, app, rel string, t0 time.Time,
 	}
 	if len(woke) > 0 {
 		g.step(app, rel, t0, "woke %d sleeping machine(s) of the serving release: %v", len(woke), woke)
-	}
-	ids := make([]string, 0, len(old))
-	for _, m := range old {
-		ids = append(ids, m.ID)
-	}
-	ready, err := g.waitReady(ctx, app, ids, h, g.opts.RestoreTimeout)
-	if err != nil {
-		return err
+		w, err := g.waitReady(ctx, app, woke, h, g.opts.RestoreTimeout)
+		if err != nil {
+			return err
+		}
+		ready = append(ready, w...)
 	}
 	return g.register(ctx, ready)
 }
