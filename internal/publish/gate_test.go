@@ -202,6 +202,8 @@ func TestGate_Publish(t *testing.T) {
 			want: StatusFailed, wantRel: ReleaseRolledBack, reason: []string{"not restarting it", "on-failure, max_retries 1"}},
 		{name: "crash 12 s after start (flyctl's blind spot) -> failed by the gate (stable-for 30s)", image: imgLate, want: StatusFailed,
 			wantRel: ReleaseRolledBack, reason: []string{"still restarting"}},
+		// Case restarters-905-fly-walkaway: started, never healthy; the gate
+		// fails it and restores service within one restart.
 		{name: "never answers its health check -> failed at the window's end", image: imgUnhealthy, opts: Options{Window: time.Minute},
 			want: StatusFailed, wantRel: ReleaseRolledBack, reason: []string{"never passed its health check"}},
 	}
@@ -315,10 +317,10 @@ func checkAfterFrom(t *testing.T, e *env, res Result, good Release, darkFrom tim
 	}
 }
 
-// TestGate_BlueGreenNeverTouchesServing is cases nomad-6864-canary-kills-healthy
-// and swarm-34111-rollback-start-first: while the new release fails, the old
-// machines are never stopped, restarted or deregistered, and the app always
-// has a healthy target.
+// TestGate_BlueGreenNeverTouchesServing is cases nomad-6864-canary-kills-healthy,
+// swarm-34111-rollback-start-first and ecs-deploy-185-deregisters-active:
+// while the new release fails, the old machines are never stopped, restarted
+// or deregistered, and the app always has a healthy target.
 func TestGate_BlueGreenNeverTouchesServing(t *testing.T) {
 	e := newEnv(t, true, Options{})
 	good := e.publish(t, req(imgGood))
@@ -421,6 +423,38 @@ func TestGate_TimeoutsThenAnswers(t *testing.T) {
 	res := e.publish(t, req(imgGood2))
 	if res.Verdict.Status != StatusLive {
 		t.Fatalf("Publish = %v, want live", res.Verdict)
+	}
+}
+
+// TestGate_FailedPublishKeepsTheGoodRelease is case ayunis-103-prune-before-build
+// (and the write-up's companion fix): a failed publish never deletes the
+// working version — no machine of it is destroyed, its record (the config to
+// restore) is intact, and nothing is pruned before a verdict; the gate has no
+// image removal at all.
+func TestGate_FailedPublishKeepsTheGoodRelease(t *testing.T) {
+	for _, strategy := range []Strategy{StrategyInPlace, StrategyBlueGreen} {
+		t.Run(string(strategy), func(t *testing.T) {
+			e := newEnv(t, strategy == StrategyBlueGreen, Options{})
+			good := e.publish(t, req(imgGood))
+			n := len(e.p.Calls())
+			res := e.publish(t, req(imgCrash))
+			if res.Release.Status != ReleaseRolledBack {
+				t.Fatalf("status = %s", res.Release.Status)
+			}
+			for _, c := range e.p.Calls()[n:] {
+				f := strings.Fields(c)
+				if f[0] == "destroy" && f[2] != imgCrash {
+					t.Errorf("%q destroyed a machine that does not run the failed image", c)
+				}
+				if f[0] == "destroy" && slices.Contains(good.Release.Machines, f[1]) {
+					t.Errorf("%q destroyed a machine of the good release", c)
+				}
+			}
+			rec, err := e.store.Get(context.Background(), "api", good.Release.ID)
+			if err != nil || rec.Status != ReleaseLive || rec.Config.Image != imgGood {
+				t.Errorf("good release record after the failure = %+v, %v", rec, err)
+			}
+		})
 	}
 }
 
