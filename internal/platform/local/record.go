@@ -40,7 +40,9 @@ func (r *record) addEvent(e platform.Event, max int) {
 
 func appDir(stateDir, app string) string { return filepath.Join(stateDir, "apps", app) }
 
-func (r *record) path(stateDir string) string { return filepath.Join(appDir(stateDir, r.App), r.ID+".json") }
+func (r *record) path(stateDir string) string {
+	return filepath.Join(appDir(stateDir, r.App), r.ID+".json")
+}
 
 func (r *record) logPath(stateDir string) string {
 	return filepath.Join(appDir(stateDir, r.App), r.ID+".log")
