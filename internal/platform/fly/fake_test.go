@@ -29,13 +29,13 @@ type fakeFly struct {
 	mu        sync.Mutex
 	machines  map[string]*fakeMachine
 	seq       int
-	rateLimit int           // the next rateLimit requests get 429
+	rateLimit int // the next rateLimit requests get 429
 	// stormAfterUpdate: once a machine is updated, every later GET of a
 	// machine gets 429 (the API rate-limited while the deploy polls).
 	stormAfterUpdate, storm bool
-	stall     time.Duration // every request waits this long (real time) first
-	requests  []string      // "METHOD path?query"
-	bodies    []map[string]any
+	stall                   time.Duration // every request waits this long (real time) first
+	requests                []string      // "METHOD path?query"
+	bodies                  []map[string]any
 }
 
 type fakeMachine struct {
