@@ -197,9 +197,10 @@ func TestSupervisor_StopIsRequested(t *testing.T) {
 		name       string
 		env        map[string]string
 		wantSignal int
+		wantCode   int
 	}{
-		{"SIGTERM", nil, 15},
-		{"SIGKILL after the stop timeout", map[string]string{"TESTAPP_IGNORE_TERM": "1"}, 9},
+		{"SIGTERM", nil, 0, 143},
+		{"SIGKILL after the stop timeout", map[string]string{"TESTAPP_IGNORE_TERM": "1"}, 9, -1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newSupervisor(t, Options{StopTimeout: 300 * time.Millisecond})
@@ -211,7 +212,7 @@ func TestSupervisor_StopIsRequested(t *testing.T) {
 			}
 			got := get(t, s, m.ID)
 			x := got.Events[0]
-			if got.State != platform.StateStopped || x.Type != platform.EventExit || !x.Exit.RequestedStop || x.Exit.Restarting || x.Exit.Signal != tt.wantSignal {
+			if got.State != platform.StateStopped || x.Type != platform.EventExit || !x.Exit.RequestedStop || x.Exit.Restarting || x.Exit.Signal != tt.wantSignal || x.Exit.ExitCode != tt.wantCode {
 				t.Fatalf("after Stop: state %s, newest event %+v %+v", got.State, x, x.Exit)
 			}
 			time.Sleep(200 * time.Millisecond) // a stopped machine must stay stopped

@@ -3,7 +3,7 @@
 //
 //	TESTAPP_CRASH_AFTER  exit this long after start (Go duration; empty: never)
 //	TESTAPP_EXIT_CODE    the exit code then (default 1)
-//	TESTAPP_IGNORE_TERM  ignore SIGTERM (only SIGKILL stops it)
+//	TESTAPP_IGNORE_TERM  ignore SIGTERM (only SIGKILL stops it); else SIGTERM exits 143
 //	TESTAPP_ARGS_FILE    write os.Args (one per line) to this file at start
 package main
 
@@ -23,6 +23,12 @@ func main() {
 	}
 	if os.Getenv("TESTAPP_IGNORE_TERM") != "" {
 		signal.Ignore(syscall.SIGTERM)
+	} else {
+		// Exit on SIGTERM even as PID 1 in a container (where a signal
+		// without a handler is ignored), with the shell convention 128+15.
+		term := make(chan os.Signal, 1)
+		signal.Notify(term, syscall.SIGTERM)
+		go func() { <-term; os.Exit(143) }()
 	}
 	if d, err := time.ParseDuration(os.Getenv("TESTAPP_CRASH_AFTER")); err == nil {
 		code, _ := strconv.Atoi(os.Getenv("TESTAPP_EXIT_CODE"))
