@@ -301,7 +301,6 @@ func TestPlatform_MissingImage(t *testing.T) {
 	}
 }
 
-
 // TestGate_OnDocker publishes through the gate onto containers: a good
 // release goes live; a release crashing 300 ms after each start is failed
 // and the machine's container recreated from the good release's image.
