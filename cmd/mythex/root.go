@@ -60,7 +60,10 @@ measures a deploy by the requests that reached nothing.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &usageError{msg: err.Error()}
 	})
-	root.AddCommand()
+	root.AddCommand(
+		newCheckCmd(),
+		newSampleAppCmd(),
+	)
 	return root
 }
 

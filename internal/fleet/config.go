@@ -48,6 +48,11 @@ const (
 	KindHAProxy = "haproxy"
 	// KindALB is an AWS Application Load Balancer; its documented ranges apply.
 	KindALB = "alb"
+	// KindOther is any other proxy in front of the services (ingress-nginx,
+	// Traefik, a Docker Swarm routing mesh) that mythex neither runs nor
+	// queries: `mythex check` judges its timing from propagation_margin and
+	// applies no vendor's ranges or rules.
+	KindOther = "other"
 )
 
 // Target types, as in an ALB target group.
@@ -64,7 +69,7 @@ const (
 // LoadBalancer is the load balancer's listener and target group. Field names and
 // defaults follow an AWS ALB target group.
 type LoadBalancer struct {
-	// Kind is embedded, haproxy or alb. Default embedded.
+	// Kind is embedded, haproxy, alb or other. Default embedded.
 	Kind string `yaml:"kind"`
 	// Listen is the address the embedded LB serves traffic on. Default 127.0.0.1:8080.
 	Listen string `yaml:"listen"`
@@ -87,9 +92,16 @@ type LoadBalancer struct {
 	// open. ALB default 60s.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
 	// PropagationMargin is added to the time the LB needs to stop routing to a
-	// target: the control-plane delay of a real ALB (typically 10–15s). Default 0
-	// for embedded and haproxy, 15s for alb.
+	// target: the control-plane delay of a real ALB (typically 10–15s), or the
+	// discovery lag of kind other (a poll interval, an endpoint update). Default
+	// 15s for alb, 0 otherwise.
 	PropagationMargin time.Duration `yaml:"propagation_margin"`
+	// PropagationMax is the longest the LB has been seen to take to stop
+	// routing, where that is longer than PropagationMargin: AWS gives no bound
+	// for an ALB and reports see 40 s and more. Between the two, `mythex check`
+	// calls overlap marginal instead of passing it. Default 0: the same as
+	// PropagationMargin. When set it must be at least PropagationMargin.
+	PropagationMax time.Duration `yaml:"propagation_max"`
 }
 
 // HealthCheck is an active HTTP health check, as in an ALB target group.
@@ -118,7 +130,8 @@ type Drain struct {
 	// preStop sleep); it counts inside the stop grace period. Default 0.
 	PreStop time.Duration `yaml:"pre_stop"`
 	// ServePeriod (D) is how long real traffic is still served after the health
-	// check starts failing. Required.
+	// check starts failing. Required; 0 describes a service that stops
+	// accepting connections as soon as it gets SIGTERM.
 	ServePeriod time.Duration `yaml:"serve_period" mythex:"required"`
 	// ShutdownTimeout (S) bounds the graceful shutdown after ServePeriod:
 	// in-flight requests get this long to finish. Required.

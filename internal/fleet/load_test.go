@@ -79,6 +79,7 @@ func TestParse_Errors(t *testing.T) {
 		{"duplicate host", minimal + "hosts:\n  - {name: a, target: 127.0.0.1:1}\n  - {name: a, target: 127.0.0.1:2}\n", 11, "hosts[1].name", "unique"},
 		{"bad target", minimal + "hosts:\n  - {name: a, target: nowhere}\n", 10, "hosts[0].target", "host:port"},
 		{"zero interval", strings.Replace(minimal, "interval: 5s", "interval: 0s", 1), 3, "load_balancer.health_check.interval", "more than 0"},
+		{"propagation max below margin", strings.Replace(minimal, "load_balancer:\n", "load_balancer:\n  propagation_margin: 15s\n  propagation_max: 10s\n", 1), 3, "load_balancer.propagation_max", "at least propagation_margin (15s)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -128,5 +129,50 @@ func TestConfig_Scaled(t *testing.T) {
 	s.Hosts[0].Name = "b"
 	if l.Hosts[0].Name != "a" {
 		t.Errorf("hosts shared")
+	}
+}
+
+func TestParse_TimingConcepts(t *testing.T) {
+	cases := []struct {
+		name  string
+		yaml  string
+		check func(l *Loaded) bool
+	}{
+		{"serve period 0: a service that stops accepting at SIGTERM",
+			strings.Replace(minimal, "serve_period: 15s", "serve_period: 0s", 1),
+			func(l *Loaded) bool { return l.Drain.ServePeriod == 0 }},
+		{"kind other",
+			strings.Replace(minimal, "load_balancer:\n", "load_balancer:\n  kind: other\n", 1),
+			func(l *Loaded) bool { return l.LoadBalancer.Kind == KindOther && l.LoadBalancer.PropagationMargin == 0 }},
+		{"propagation max above margin",
+			strings.Replace(minimal, "load_balancer:\n", "load_balancer:\n  kind: alb\n  propagation_max: 60s\n", 1),
+			func(l *Loaded) bool {
+				return l.LoadBalancer.PropagationMax == 60*time.Second && l.LoadBalancer.PropagationMargin == albPropagationDefault
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := Parse("m.yml", []byte(tc.yaml))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if !tc.check(l) {
+				t.Errorf("loaded %+v", l.Config)
+			}
+		})
+	}
+}
+
+func TestConfig_ValidateNegative(t *testing.T) {
+	l, err := Parse("m.yml", []byte(minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := l.Config
+	c.Drain.PreStop = -time.Second
+	err = c.Validate()
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "drain.pre_stop" || !errors.Is(err, ErrInvalid) {
+		t.Errorf("Validate = %v, want a drain.pre_stop FieldError", err)
 	}
 }

@@ -7,7 +7,8 @@ import (
 )
 
 // Validate checks a Config built in code the way Load checks a file: enums,
-// positive intervals and thresholds, unique hosts. It returns the problems
+// positive intervals and thresholds, no negative durations, propagation_max
+// not below propagation_margin, unique hosts. It returns the problems
 // joined, each a *FieldError matching ErrInvalid, or nil. Timing relations
 // between fields are not checked here; that is `mythex check` (package timing).
 func (c *Config) Validate() error {
@@ -18,7 +19,7 @@ func (c *Config) Validate() error {
 
 func (c *Config) validate(p *problems) {
 	lb := &c.LoadBalancer
-	oneOf(p, "load_balancer.kind", lb.Kind, KindEmbedded, KindHAProxy, KindALB)
+	oneOf(p, "load_balancer.kind", lb.Kind, KindEmbedded, KindHAProxy, KindALB, KindOther)
 	oneOf(p, "load_balancer.target_type", lb.TargetType, TargetTypeInstance, TargetTypeIP)
 	hc := &lb.HealthCheck
 	if hc.Path == "" || hc.Path[0] != '/' {
@@ -29,10 +30,20 @@ func (c *Config) validate(p *problems) {
 	atLeast(p, "load_balancer.health_check.healthy_threshold", hc.HealthyThreshold, 1)
 	atLeast(p, "load_balancer.health_check.unhealthy_threshold", hc.UnhealthyThreshold, 1)
 	positive(p, "load_balancer.idle_timeout", lb.IdleTimeout)
+	if lb.PropagationMax != 0 && lb.PropagationMax < lb.PropagationMargin {
+		p.add("load_balancer.propagation_max", "must be at least propagation_margin (%v), got %v; leave it out to use propagation_margin", lb.PropagationMargin, lb.PropagationMax)
+	}
 	hostPort(p, "load_balancer.listen", lb.Listen)
 	hostPort(p, "load_balancer.admin_listen", lb.AdminListen)
 
-	positive(p, "drain.serve_period", c.Drain.ServePeriod)
+	notNegative(p, "load_balancer.deregistration_delay", lb.DeregistrationDelay)
+	notNegative(p, "load_balancer.propagation_margin", lb.PropagationMargin)
+	notNegative(p, "load_balancer.propagation_max", lb.PropagationMax)
+	notNegative(p, "drain.pre_stop", c.Drain.PreStop)
+	notNegative(p, "drain.serve_period", c.Drain.ServePeriod)
+	notNegative(p, "drain.shutdown_timeout", c.Drain.ShutdownTimeout)
+	notNegative(p, "backend.longest_request", c.Backend.LongestRequest)
+	notNegative(p, "timing.margin", c.Timing.Margin)
 	positive(p, "drain.max", c.Drain.Max)
 	positive(p, "backend.keepalive_idle_timeout", c.Backend.KeepAliveIdleTimeout)
 	positive(p, "backend.stop_grace_period", c.Backend.StopGracePeriod)
@@ -74,6 +85,12 @@ func oneOf(p *problems, field, got string, allowed ...string) {
 func positive(p *problems, field string, d interface{ Seconds() float64 }) {
 	if d.Seconds() <= 0 {
 		p.add(field, "must be more than 0, got %v; set a duration like 5s", d)
+	}
+}
+
+func notNegative(p *problems, field string, d interface{ Seconds() float64 }) {
+	if d.Seconds() < 0 {
+		p.add(field, "must be 0 or more, got %v", d)
 	}
 }
 

@@ -1,0 +1,208 @@
+package drain_test
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mythex/mythex/internal/testbin"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
+}
+
+// appProc is the sample app running as a real process on a real socket.
+type appProc struct {
+	cmd    *exec.Cmd
+	addr   string
+	exited chan struct{} // closed when the process has exited
+	code   int           // exit code, valid once exited is closed
+	mu     sync.Mutex
+	log    strings.Builder
+}
+
+var listeningRE = regexp.MustCompile(`msg="app: listening".* addr=(\S+)`)
+
+// startApp runs the sample app with args on a free loopback port and waits
+// (up to 30s) until it logs the address it listens on.
+func startApp(t *testing.T, args ...string) *appProc {
+	t.Helper()
+	bin, err := testbin.Build(testbin.App)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &appProc{exited: make(chan struct{})}
+	p.cmd = exec.Command(bin, append([]string{"--listen", "127.0.0.1:0"}, args...)...)
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.log.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+			if m := listeningRE.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+		_ = p.cmd.Wait()
+		p.code = p.cmd.ProcessState.ExitCode()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		if t.Failed() {
+			t.Logf("app log:\n%s", p.logs())
+		}
+	})
+	select {
+	case p.addr = <-addr:
+	case <-p.exited:
+		t.Fatalf("app exited (%d) before listening", p.code)
+	case <-time.After(30 * time.Second):
+		t.Fatal("app did not listen within 30s")
+	}
+	return p
+}
+
+func (p *appProc) logs() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
+}
+
+// get sends GET path on a new connection, as a load balancer opening one
+// would, and returns status, body and whether the answer said Connection: close.
+func (p *appProc) get(path string) (int, string, bool, error) {
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
+	resp, err := c.Get("http://" + p.addr + path)
+	if err != nil {
+		return 0, "", false, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Close, err
+}
+
+// sigterm sends SIGTERM to p and waits (up to 5s) for its health endpoint to
+// answer 503 "draining" with Connection: close; it returns when SIGTERM was sent.
+func (p *appProc) sigterm(t *testing.T) time.Time {
+	t.Helper()
+	sent := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		code, body, closes, err := p.get("/healthz")
+		if err != nil {
+			t.Fatalf("health after SIGTERM: %v (the server stopped listening)", err)
+		}
+		if code == http.StatusServiceUnavailable {
+			if body != "draining" || !closes {
+				t.Errorf("health after SIGTERM = 503 %q, Connection: close %v; want \"draining\", true", body, closes)
+			}
+			return sent
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("health still 200 5s after SIGTERM")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitExit waits (up to 30s) for p to exit and returns how long after since.
+func (p *appProc) waitExit(t *testing.T, since time.Time) time.Duration {
+	t.Helper()
+	select {
+	case <-p.exited:
+		return time.Since(since)
+	case <-time.After(30 * time.Second):
+		t.Fatal("app still running 30s after SIGTERM")
+		return 0
+	}
+}
+
+func TestDrain_RealSIGTERM(t *testing.T) {
+	t.Parallel()
+	const d = 2 * time.Second
+	p := startApp(t, "--drain-serve-period", d.String(), "--shutdown-timeout", "5s")
+	if code, body, _, err := p.get("/healthz"); err != nil || code != 200 || body != "ok" {
+		t.Fatalf("health before SIGTERM = %d %q %v, want 200 ok", code, body, err)
+	}
+	sent := p.sigterm(t)
+
+	// Real traffic keeps being served, on new connections (so the listener
+	// still accepts), with Connection: close, until the serve period is nearly
+	// over. (The serve period starts when the app gets the signal, after sent.)
+	served := 0
+	for time.Since(sent) < d-300*time.Millisecond {
+		code, body, closes, err := p.get("/work")
+		if err != nil {
+			t.Fatalf("GET /work %s after SIGTERM, inside the serve period: %v", time.Since(sent), err)
+		}
+		if code != 200 || !strings.HasPrefix(body, "service=app ") || !closes {
+			t.Fatalf("GET /work during the drain = %d %q, Connection: close %v; want 200, close", code, body, closes)
+		}
+		served++
+	}
+	if served < 2 {
+		t.Fatalf("%d requests served during the serve period, want several", served)
+	}
+
+	took := p.waitExit(t, sent)
+	if p.code != 0 {
+		t.Errorf("exit code %d, want 0", p.code)
+	}
+	if took < d {
+		t.Errorf("app exited %s after SIGTERM, before the serve period %s ended", took, d)
+	}
+	if _, err := net.DialTimeout("tcp", p.addr, time.Second); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("dial after exit: %v, want connection refused", err)
+	}
+	for _, want := range []string{"drain: started", "drain: serve period over", "drain: shutdown complete"} {
+		if !strings.Contains(p.logs(), want) {
+			t.Errorf("log lacks %q", want)
+		}
+	}
+}
+
+func TestDrain_RealSIGTERM_ShutdownWaitsForInFlight(t *testing.T) {
+	t.Parallel()
+	const d, latency = time.Second, 2500 * time.Millisecond
+	p := startApp(t, "--drain-serve-period", d.String(), "--shutdown-timeout", "10s", "--latency", latency.String())
+	sent := p.sigterm(t)
+	// Started right after the flip, it is still in flight when the serve
+	// period ends; the shutdown must let it finish.
+	code, _, _, err := p.get("/slow")
+	if err != nil || code != 200 {
+		t.Errorf("request in flight across the end of the serve period = %d, %v; want 200", code, err)
+	}
+	took := p.waitExit(t, sent)
+	if p.code != 0 {
+		t.Errorf("exit code %d, want 0", p.code)
+	}
+	if took < latency {
+		t.Errorf("app exited %s after SIGTERM, before its in-flight request (%s) finished", took, latency)
+	}
+}

@@ -1,0 +1,422 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mythex/mythex/internal/testbin"
+	"github.com/mythex/mythex/internal/wire"
+)
+
+// These tests run the real binary, on real sockets, with real signals.
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
+}
+
+// proc is the app binary running as a process.
+type proc struct {
+	cmd     *exec.Cmd
+	started time.Time
+	addr    chan string   // the address it logs when it listens
+	exited  chan struct{} // closed once it has exited
+	state   *os.ProcessState
+	mu      sync.Mutex
+	log     strings.Builder
+}
+
+var listenLogRE = regexp.MustCompile(`msg="app: listening".* addr=(\S+)`)
+
+// launch starts the app binary with args and env (KEY=VALUE, added to the
+// test's environment). The cleanup kills it if it still runs.
+func launch(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	bin, err := testbin.Build(testbin.App)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{addr: make(chan string, 1), exited: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = append(os.Environ(), env...)
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.started = time.Now()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.log.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+			if m := listenLogRE.FindStringSubmatch(sc.Text()); m != nil {
+				p.addr <- m[1]
+			}
+		}
+		_ = p.cmd.Wait()
+		p.state = p.cmd.ProcessState
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		if t.Failed() {
+			t.Logf("app %v log:\n%s", args, p.logs())
+		}
+	})
+	return p
+}
+
+func (p *proc) logs() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
+}
+
+// listening waits (up to 30s) for the app to log its address and returns it.
+func (p *proc) listening(t *testing.T) string {
+	t.Helper()
+	select {
+	case a := <-p.addr:
+		return a
+	case <-p.exited:
+		t.Fatalf("app exited (%v) before listening", p.state)
+	case <-time.After(30 * time.Second):
+		t.Fatal("app did not listen within 30s")
+	}
+	return ""
+}
+
+// wait waits (up to 30s) for the app to exit and returns when, after start.
+func (p *proc) wait(t *testing.T) time.Duration {
+	t.Helper()
+	select {
+	case <-p.exited:
+		return time.Since(p.started)
+	case <-time.After(30 * time.Second):
+		t.Fatal("app still running after 30s")
+		return 0
+	}
+}
+
+func (p *proc) running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// answer is one HTTP exchange on a new connection.
+type answer struct {
+	status int
+	body   string
+	header http.Header
+	close  bool
+}
+
+func get(addr, path string) (answer, error) {
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
+	resp, err := c.Get("http://" + addr + path)
+	if err != nil {
+		return answer{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return answer{resp.StatusCode, string(b), resp.Header, resp.Close}, err
+}
+
+// freeAddr returns a loopback address nothing listens on (for tests that must
+// know the address before the app listens).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := ln.Addr().String()
+	ln.Close()
+	return a
+}
+
+func refused(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err == nil {
+		c.Close()
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
+}
+
+func TestApp_ServesAndReports(t *testing.T) {
+	t.Parallel()
+	p := launch(t, []string{"MYTHEX_APP_SERVICE=gateway", "MYTHEX_APP_VERSION=v2", "MYTHEX_APP_HOST_NAME=web-7"},
+		"--listen", "127.0.0.1:0", "--version", "v3")
+	addr := p.listening(t)
+	a, err := get(addr, "/orders/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.status != 200 || a.body != "service=gateway version=v3 host=web-7\n" {
+		t.Errorf("GET = %d %q, want the flag's version over the env's", a.status, a.body)
+	}
+	for h, want := range map[string]string{wire.HeaderService: "gateway", wire.HeaderVersion: "v3", wire.HeaderHost: "web-7"} {
+		if got := a.header.Get(h); got != want {
+			t.Errorf("%s = %q, want %q", h, got, want)
+		}
+	}
+	if h, err := get(addr, "/healthz"); err != nil || h.status != 200 || h.body != "ok" {
+		t.Errorf("health = %+v %v, want 200 ok", h, err)
+	}
+	if !strings.Contains(p.logs(), "version=v3") {
+		t.Errorf("start line lacks the version:\n%s", p.logs())
+	}
+}
+
+func TestApp_BootCrash_ExitsWithoutListening(t *testing.T) {
+	t.Parallel()
+	addr := freeAddr(t)
+	const after = 700 * time.Millisecond
+	p := launch(t, nil, "--listen", addr, "--crash-on-start", after.String())
+	for p.running() {
+		if !refused(addr) {
+			t.Fatalf("%s accepted a connection; a boot crash never listens", addr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	took := p.wait(t)
+	if code := p.state.ExitCode(); code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	if took < after {
+		t.Errorf("exited after %s, before --crash-on-start %s", took, after)
+	}
+	if strings.Contains(p.logs(), "app: listening") || !strings.Contains(p.logs(), "crash on start") {
+		t.Errorf("log should show a crash and no listening:\n%s", p.logs())
+	}
+}
+
+func TestApp_CrashAfter_ExitsWithCodeAfterServing(t *testing.T) {
+	t.Parallel()
+	for _, code := range []int{3, 0} {
+		t.Run("code "+strconv.Itoa(code), func(t *testing.T) {
+			t.Parallel()
+			const after = 1500 * time.Millisecond
+			p := launch(t, nil, "--listen", "127.0.0.1:0", "--crash-after", after.String(), "--crash-exit-code", strconv.Itoa(code))
+			addr := p.listening(t)
+			if a, err := get(addr, "/"); err != nil || a.status != 200 {
+				t.Fatalf("GET / before the crash = %+v %v", a, err)
+			}
+			took := p.wait(t)
+			if got := p.state.ExitCode(); got != code {
+				t.Errorf("exit code %d, want %d", got, code)
+			}
+			if took < after {
+				t.Errorf("exited after %s, before --crash-after %s", took, after)
+			}
+			if !refused(addr) {
+				t.Errorf("%s still accepts after the crash", addr)
+			}
+		})
+	}
+}
+
+func TestApp_StartDelay_ListensLate(t *testing.T) {
+	t.Parallel()
+	addr := freeAddr(t)
+	const delay = time.Second
+	p := launch(t, nil, "--listen", addr, "--start-delay", delay.String())
+	if !refused(addr) {
+		t.Fatalf("%s accepts at once, despite --start-delay", addr)
+	}
+	if got := p.listening(t); got != addr {
+		t.Fatalf("listening on %s, want %s", got, addr)
+	}
+	if took := time.Since(p.started); took < delay {
+		t.Errorf("listening %s after start, before --start-delay %s", took, delay)
+	}
+	if a, err := get(addr, "/"); err != nil || a.status != 200 {
+		t.Errorf("GET / after the start delay = %+v %v", a, err)
+	}
+}
+
+func TestApp_IgnoreSIGTERM_OnlySIGKILLStopsIt(t *testing.T) {
+	t.Parallel()
+	p := launch(t, nil, "--listen", "127.0.0.1:0", "--ignore-sigterm", "--drain-serve-period", "100ms", "--shutdown-timeout", "100ms")
+	addr := p.listening(t)
+	for range 3 {
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Had SIGTERM counted, health would flip at once and the app would be
+	// gone 200ms later; watch it for well over that.
+	for watch := time.Now(); time.Since(watch) < 1500*time.Millisecond; time.Sleep(50 * time.Millisecond) {
+		a, err := get(addr, "/healthz")
+		if err != nil || a.status != 200 {
+			t.Fatalf("health after SIGTERM = %+v %v; want 200, still serving", a, err)
+		}
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(t)
+	ws, ok := p.state.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Errorf("app ended with %v, want killed by SIGKILL", p.state)
+	}
+}
+
+func TestApp_Unhealthy(t *testing.T) {
+	t.Parallel()
+	p := launch(t, []string{"MYTHEX_APP_UNHEALTHY=true"}, "--listen", "127.0.0.1:0", "--health-path", "/up")
+	addr := p.listening(t)
+	if a, err := get(addr, "/up"); err != nil || a.status != 503 {
+		t.Errorf("health = %+v %v, want 503", a, err)
+	}
+	if a, err := get(addr, "/"); err != nil || a.status != 200 {
+		t.Errorf("GET / = %+v %v, want 200", a, err)
+	}
+}
+
+func TestApp_SIGTERM_DrainsThenExits0(t *testing.T) {
+	t.Parallel()
+	const d = 2 * time.Second
+	p := launch(t, nil, "--listen", "127.0.0.1:0", "--drain-serve-period", d.String(), "--shutdown-timeout", "3s")
+	addr := p.listening(t)
+	sent := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		a, err := get(addr, "/healthz")
+		if err != nil {
+			t.Fatalf("health after SIGTERM: %v", err)
+		}
+		if a.status == 503 && a.body == "draining" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("health still %d %q 5s after SIGTERM", a.status, a.body)
+		}
+	}
+	served := 0
+	for time.Since(sent) < d-300*time.Millisecond {
+		a, err := get(addr, "/")
+		if err != nil {
+			t.Fatalf("GET / %s after SIGTERM (serve period %s): %v", time.Since(sent), d, err)
+		}
+		if a.status != 200 || !a.close {
+			t.Fatalf("GET / while draining = %d, Connection: close %v; want 200, close", a.status, a.close)
+		}
+		if h, err := get(addr, "/healthz"); err != nil || h.status != 503 {
+			t.Fatalf("health while draining = %+v %v, want 503", h, err)
+		}
+		served++
+	}
+	if served == 0 {
+		t.Fatal("nothing served during the serve period")
+	}
+	p.wait(t)
+	if code := p.state.ExitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+	if took := time.Since(sent); took < d {
+		t.Errorf("exited %s after SIGTERM, before the serve period %s", took, d)
+	}
+	for _, want := range []string{"drain: started", "drain: shutdown complete", "app: stopped after draining"} {
+		if !strings.Contains(p.logs(), want) {
+			t.Errorf("log lacks %q", want)
+		}
+	}
+}
+
+func TestApp_SecondSignal_SkipsServePeriod(t *testing.T) {
+	t.Parallel()
+	const d = 60 * time.Second // the test would time out if it were served in full
+	p := launch(t, nil, "--listen", "127.0.0.1:0", "--drain-serve-period", d.String())
+	addr := p.listening(t)
+	sent := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if a, err := get(addr, "/healthz"); err == nil && a.status == 503 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("health did not flip within 5s of SIGTERM")
+		}
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(t)
+	if code := p.state.ExitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+	if took := time.Since(sent); took > d/2 {
+		t.Errorf("exited %s after SIGTERM; a second signal should skip the %s serve period", took, d)
+	}
+	if !strings.Contains(p.logs(), "skipping the rest of the serve period") {
+		t.Errorf("log does not say the serve period was skipped:\n%s", p.logs())
+	}
+}
+
+func TestApp_Check(t *testing.T) {
+	t.Parallel()
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(ok.Close)
+	unhealthy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) }))
+	t.Cleanup(unhealthy.Close)
+	tests := []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"200", []string{"check", ok.URL + "/healthz"}, 0},
+		{"503", []string{"check", unhealthy.URL}, 1},
+		{"nothing listening", []string{"check", "http://" + freeAddr(t) + "/healthz"}, 1},
+		{"no URL", []string{"check"}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := launch(t, nil, tt.args...)
+			p.wait(t)
+			if code := p.state.ExitCode(); code != tt.want {
+				t.Errorf("app %v exit code %d, want %d", tt.args, code, tt.want)
+			}
+		})
+	}
+}
+
+func TestApp_BadInput_Exits2(t *testing.T) {
+	t.Parallel()
+	p := launch(t, []string{"MYTHEX_APP_LATENCY=slow"})
+	p.wait(t)
+	if code := p.state.ExitCode(); code != 2 {
+		t.Errorf("exit code %d, want 2", code)
+	}
+	if !strings.Contains(p.logs(), "MYTHEX_APP_LATENCY") {
+		t.Errorf("error does not name the variable:\n%s", p.logs())
+	}
+}
