@@ -63,6 +63,7 @@ measures a deploy by the requests that reached nothing.`,
 	root.AddCommand(
 		newCheckCmd(),
 		newSampleAppCmd(),
+		newPublishCmd(),
 	)
 	return root
 }
