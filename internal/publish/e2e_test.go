@@ -1,0 +1,126 @@
+package publish_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mythex/mythex/internal/platform"
+	"github.com/mythex/mythex/internal/platform/local"
+	"github.com/mythex/mythex/internal/publish"
+	"github.com/mythex/mythex/internal/testbin"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
+}
+
+// sampleApp is the sample app's release config: version v, extra env.
+func sampleApp(t *testing.T, v string, env ...string) platform.Config {
+	t.Helper()
+	bin, err := testbin.Build(testbin.App)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := map[string]string{"MYTHEX_APP_VERSION": v, "MYTHEX_APP_DRAIN_SERVE_PERIOD": "100ms", "MYTHEX_APP_SHUTDOWN_TIMEOUT": "1s"}
+	for i := 0; i+1 < len(env); i += 2 {
+		e[env[i]] = env[i+1]
+	}
+	return platform.Config{Image: bin, Env: e, Restart: platform.Restart{Policy: platform.RestartAlways}}
+}
+
+// e2eOptions are real timings scaled down for a busy 2-core machine.
+var e2eOptions = publish.Options{LookInterval: 500 * time.Millisecond, PollInterval: 100 * time.Millisecond, StableFor: 2 * time.Second,
+	Window: 30 * time.Second, RestoreTimeout: 20 * time.Second, SwitchTimeout: 20 * time.Second}
+
+func answers(addr, version string) bool {
+	c := &http.Client{Timeout: time.Second}
+	resp, err := c.Get("http://" + addr + "/")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == 200 && resp.Header.Get("X-Mythex-Version") == version
+}
+
+// TestWriteUpReproduction_InPlace is the write-up's local reproduction on the
+// local platform without a load balancer: a working app, let it sleep (and
+// wake) until its event list is full of old events, republish a version that
+// crashes at startup — failed, and the previous release restored, within one
+// machine restart.
+func TestWriteUpReproduction_InPlace(t *testing.T) {
+	sup, err := local.New(local.Options{StateDir: t.TempDir(), StopTimeout: 3 * time.Second, RestartDelay: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sup.Close()
+	store, err := publish.OpenStore(filepath.Join(t.TempDir(), publish.DBFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	g, err := publish.NewGate(publish.GateConfig{Platform: sup, Store: store, LockDir: t.TempDir(), Options: e2eOptions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	v1, err := g.Publish(ctx, publish.Request{App: "api", Config: sampleApp(t, "v1")})
+	if err != nil || v1.Verdict.Status != publish.StatusLive {
+		t.Fatalf("v1: %+v, %v", v1.Verdict, err)
+	}
+	id := v1.Release.Machines[0]
+	m, _ := sup.Get(ctx, "api", id)
+	// How long one machine restart takes here: update it to the same release
+	// and wait until it answers again.
+	began := time.Now()
+	if _, err := sup.Update(ctx, "api", id, m.Config); err != nil {
+		t.Fatal(err)
+	}
+	for !answers(m.Address, "v1") {
+		if time.Since(began) > 20*time.Second {
+			t.Fatal("v1 never answered after a restart")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	restart := time.Since(began)
+
+	// Let it sleep, and wake it, twice: the list fills with old events.
+	for i := 0; i < 2; i++ {
+		if err := sup.Suspend(ctx, "api", id); err != nil {
+			t.Fatal(err)
+		}
+		if err := sup.Start(ctx, "api", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m, _ := sup.Get(ctx, "api", id); len(m.Events) != 5 {
+		t.Fatalf("event list before the republish has %d events, want a full 5", len(m.Events))
+	}
+
+	v2, err := g.Publish(ctx, publish.Request{App: "api", Config: sampleApp(t, "v2", "MYTHEX_APP_CRASH_ON_START", "500ms")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v2.Verdict.Status != publish.StatusFailed || v2.Release.Status != publish.ReleaseRolledBack || v2.Rollback == nil || v2.Rollback.To != v1.Release.ID {
+		t.Fatalf("v2 = %+v, release %s, rollback %+v", v2.Verdict, v2.Release.Status, v2.Rollback)
+	}
+	if r := strings.Join(v2.Verdict.Reasons, " "); !strings.Contains(r, "machine "+id) || !strings.Contains(r, "since the publish started") {
+		t.Errorf("reasons %q do not name the machine and its crashes", r)
+	}
+	m, _ = sup.Get(ctx, "api", id)
+	if !answers(m.Address, "v1") || m.Release() != v1.Release.ID {
+		t.Errorf("after the rollback the machine runs %s and answers v1: %v", m.Release(), answers(m.Address, "v1"))
+	}
+	t.Logf("crash loop failed %s after the publish began; one machine restart takes %s; the rollback took %s (%.2f restarts)",
+		v2.Elapsed-v2.Rollback.Took, restart, v2.Rollback.Took, v2.Rollback.Took.Seconds()/restart.Seconds())
+	if v2.Rollback.Took > restart+e2eOptions.PollInterval+500*time.Millisecond {
+		t.Errorf("rollback took %s, more than one machine restart (%s) plus a poll", v2.Rollback.Took, restart)
+	}
+}
