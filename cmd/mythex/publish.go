@@ -319,7 +319,7 @@ changed), 3 unknown (nothing rolled back; ` + "`mythex publish reconcile`" + ` d
 	fs.BoolVar(&quietProgress, "quiet", false, "no progress lines (they go to stderr when it is a terminal)")
 	target.addFlags(fs, true)
 	tf.addFlags(fs)
-	cmd.AddCommand(newPublishHistoryCmd(), newPublishReconcileCmd(), newPublishLocalPlatformCmd())
+	cmd.AddCommand(newPublishHistoryCmd(), newPublishReconcileCmd(), newPublishLocalPlatformCmd(), newPublishSleepCmd())
 	return cmd
 }
 

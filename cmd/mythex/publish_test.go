@@ -95,6 +95,12 @@ func TestPublishCmd_LocalPlatform(t *testing.T) {
 		t.Fatalf("v1 = %+v", r)
 	}
 
+	// Let it sleep and wake, as in the write-up's reproduction.
+	for _, a := range [][]string{{"publish", "sleep", "--app", "api", "--state-dir", dir}, {"publish", "sleep", "--app", "api", "--wake", "--state-dir", dir}} {
+		if code, out, errOut := runCLI(t, a...); code != 0 || !strings.Contains(out, "1 machine(s) of api") {
+			t.Fatalf("%v: exit %d\n%s\n%s", a, code, out, errOut)
+		}
+	}
 	code, out, errOut = runCLI(t, publishArgs(bin, dir, "v2", "--env", "MYTHEX_APP_CRASH_ON_START=300ms")...)
 	if code != 1 {
 		t.Fatalf("publish of a crashing v2: exit %d, want 1\n%s\n%s", code, out, errOut)

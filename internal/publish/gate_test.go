@@ -345,6 +345,9 @@ func TestGate_BlueGreenNeverTouchesServing(t *testing.T) {
 			}
 		}
 	}
+	if res.Rollback == nil || !slices.Equal(res.Rollback.Machines, oldIDs) {
+		t.Errorf("rollback report %+v does not name the serving machines %v", res.Rollback, oldIDs)
+	}
 	if ok, targets := e.router.Serving(); !ok || !slices.Equal(targets, oldIDs) {
 		t.Errorf("after the failed publish the router serves %v (ok=%v), want the old %v", targets, ok, oldIDs)
 	}

@@ -292,6 +292,7 @@ func (g *Gate) fail(ctx context.Context, rel Release, lastGood Release, hasGood 
 		rb := &Rollback{From: rel.ID, Took: g.clock.Since(start)}
 		if hasGood {
 			rb.To = lastGood.ID
+			rb.Machines = g.machinesOf(ctx, app, lastGood.ID)
 			rel.Status, rel.RolledBackTo = ReleaseRolledBack, lastGood.ID
 			if cur, ok, _ := g.store.Current(ctx, app); ok && cur.ID != lastGood.ID {
 				// The release serving is not the last good one: restore it.
@@ -361,6 +362,23 @@ func servingMachines(ms []platform.Machine, current Release, hasCurrent bool) []
 			out = append(out, m)
 		} else if !hasCurrent && m.State == platform.StateStarted {
 			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// machinesOf lists the started machines of app that run release rel.
+func (g *Gate) machinesOf(ctx context.Context, app, rel string) []string {
+	cctx, cancel := g.callCtx(ctx)
+	defer cancel()
+	ms, err := g.p.List(cctx, app)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, m := range ms {
+		if m.Release() == rel && m.State == platform.StateStarted {
+			out = append(out, m.ID)
 		}
 	}
 	return out
