@@ -177,6 +177,7 @@ func healthy(addr string) bool {
 }
 
 func TestPlatform_Lifecycle(t *testing.T) {
+	t.Parallel()
 	p, app, img := newPlatform(t)
 	ctx := context.Background()
 	m, err := p.Create(ctx, app, appCfg(img, platform.Restart{Policy: platform.RestartAlways}, nil).WithMetadata(platform.MetadataRelease, "v1"))
@@ -241,6 +242,7 @@ func TestPlatform_Lifecycle(t *testing.T) {
 }
 
 func TestPlatform_RestartPolicies(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		restart  platform.Restart
@@ -252,6 +254,7 @@ func TestPlatform_RestartPolicies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			p, app, img := newPlatform(t)
 			ctx := context.Background()
 			m, err := p.Create(ctx, app, appCfg(img, tt.restart, map[string]string{"TESTAPP_CRASH_AFTER": "300ms", "TESTAPP_EXIT_CODE": "3"}))
@@ -294,6 +297,7 @@ func TestPlatform_RestartPolicies(t *testing.T) {
 }
 
 func TestPlatform_MissingImage(t *testing.T) {
+	t.Parallel()
 	p, app, _ := newPlatform(t)
 	_, err := p.Create(context.Background(), app, platform.Config{Image: "mythex-test/absent:never"})
 	if !errors.Is(err, platform.ErrInvalid) || !strings.Contains(err.Error(), "never pulls") {
@@ -305,6 +309,7 @@ func TestPlatform_MissingImage(t *testing.T) {
 // release goes live; a release crashing 300 ms after each start is failed
 // and the machine's container recreated from the good release's image.
 func TestGate_OnDocker(t *testing.T) {
+	t.Parallel()
 	p, app, img := newPlatform(t)
 	store, err := publish.OpenStore(t.TempDir() + "/" + publish.DBFile)
 	if err != nil {
