@@ -50,3 +50,20 @@ func Write(path string, data []byte, perm os.FileMode) (err error) {
 	}
 	return nil
 }
+
+// Remove deletes the file at path and fsyncs its directory, so the removal
+// survives a crash. A file that does not exist is not an error.
+func Remove(path string) error {
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("remove %s: %w", path, err)
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return fmt.Errorf("remove %s: open dir for fsync: %w", path, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("remove %s: fsync dir: %w", path, err)
+	}
+	return nil
+}

@@ -34,3 +34,19 @@ func TestWrite_MissingDir(t *testing.T) {
 		t.Fatal("Write into a missing directory succeeded")
 	}
 }
+
+func TestRemove(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Remove(path); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("file still there: %v", err)
+	}
+	if err := Remove(path); err != nil {
+		t.Errorf("Remove of a missing file: %v, want nil", err)
+	}
+}

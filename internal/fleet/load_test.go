@@ -132,6 +132,31 @@ func TestConfig_Scaled(t *testing.T) {
 	}
 }
 
+func TestParse_HostVars(t *testing.T) {
+	l, err := Parse("m.yml", []byte(minimal+"hosts:\n  - name: a\n    target: 127.0.0.1:1\n    vars: {API_PORT: 9111, MODE: fast}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Hosts[0].Vars; got["API_PORT"] != "9111" || got["MODE"] != "fast" {
+		t.Errorf("vars = %v", got)
+	}
+	cases := []struct {
+		name, vars, wantField, wantMsg string
+	}{
+		{"reserved prefix", "{MYTHEX_VERSION: v1}", "hosts[0].vars.MYTHEX_VERSION", "reserved"},
+		{"bad name", "{1PORT: 1}", "hosts[0].vars.1PORT", "not valid"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("m.yml", []byte(minimal+"hosts:\n  - name: a\n    target: 127.0.0.1:1\n    vars: "+tc.vars+"\n"))
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != tc.wantField || !strings.Contains(fe.Msg, tc.wantMsg) {
+				t.Errorf("err = %v, want field %s containing %q", err, tc.wantField, tc.wantMsg)
+			}
+		})
+	}
+}
+
 func TestParse_TimingConcepts(t *testing.T) {
 	cases := []struct {
 		name  string

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"maps"
 	"reflect"
 )
 
@@ -10,6 +11,9 @@ import (
 // numbers faster. Hosts are copied, not shared. factor must be > 0.
 func (c Config) Scaled(factor float64) Config {
 	c.Hosts = append([]Host(nil), c.Hosts...)
+	for i := range c.Hosts {
+		c.Hosts[i].Vars = maps.Clone(c.Hosts[i].Vars)
+	}
 	c.Deploy.Verify = append([]string(nil), c.Deploy.Verify...)
 	scaleValue(reflect.ValueOf(&c).Elem(), factor)
 	return c

@@ -3,8 +3,12 @@ package fleet
 import (
 	"fmt"
 	"net"
+	"regexp"
 	"slices"
+	"strings"
 )
+
+var varNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Validate checks a Config built in code the way Load checks a file: enums,
 // positive intervals and thresholds, no negative durations, propagation_max
@@ -21,6 +25,7 @@ func (c *Config) validate(p *problems) {
 	lb := &c.LoadBalancer
 	oneOf(p, "load_balancer.kind", lb.Kind, KindEmbedded, KindHAProxy, KindALB, KindOther)
 	oneOf(p, "load_balancer.target_type", lb.TargetType, TargetTypeInstance, TargetTypeIP)
+	oneOf(p, "load_balancer.algorithm", lb.Algorithm, AlgorithmRoundRobin, AlgorithmLeastOutstandingRequests)
 	hc := &lb.HealthCheck
 	if hc.Path == "" || hc.Path[0] != '/' {
 		p.add("load_balancer.health_check.path", "must be an absolute HTTP path like /healthz, got %q", hc.Path)
@@ -72,6 +77,14 @@ func (c *Config) validate(p *problems) {
 		hostPort(p, f+".target", h.Target)
 		if h.Agent != "" {
 			hostPort(p, f+".agent", h.Agent)
+		}
+		for k := range h.Vars {
+			switch {
+			case !varNameRE.MatchString(k):
+				p.add(f+".vars."+k, "variable name %q is not valid; use letters, digits and '_', not starting with a digit", k)
+			case strings.HasPrefix(k, "MYTHEX_"):
+				p.add(f+".vars."+k, "the MYTHEX_ prefix is reserved for variables mythex sets; rename it")
+			}
 		}
 	}
 }
