@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/mythex/mythex/internal/auth"
+	"github.com/mythex/mythex/internal/lb"
 	"github.com/mythex/mythex/internal/platform"
 	"github.com/mythex/mythex/internal/platform/docker"
 	"github.com/mythex/mythex/internal/platform/fly"
@@ -149,7 +151,11 @@ func (t *publishTarget) router() (publish.Router, error) {
 	if t.lbAdmin == "" {
 		return nil, nil
 	}
-	return nil, usagef("--lb-admin: the embedded load balancer's client has not landed on this branch yet")
+	token, err := auth.LoadToken(t.lbTokenFile, lbTokenEnv)
+	if err != nil {
+		return nil, usagef("--lb-admin %s: %v", t.lbAdmin, err)
+	}
+	return publish.LBRouter{Client: lb.NewClient(t.lbAdmin, token, nil)}, nil
 }
 
 // timingFlags are the gate's look delays.

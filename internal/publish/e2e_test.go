@@ -2,6 +2,8 @@ package publish_test
 
 import (
 	"context"
+	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -9,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mythex/mythex/internal/lb"
 	"github.com/mythex/mythex/internal/platform"
 	"github.com/mythex/mythex/internal/platform/local"
 	"github.com/mythex/mythex/internal/publish"
@@ -122,5 +125,112 @@ func TestWriteUpReproduction_InPlace(t *testing.T) {
 		v2.Elapsed-v2.Rollback.Took, restart, v2.Rollback.Took, v2.Rollback.Took.Seconds()/restart.Seconds())
 	if v2.Rollback.Took > restart+e2eOptions.PollInterval+500*time.Millisecond {
 		t.Errorf("rollback took %s, more than one machine restart (%s) plus a poll", v2.Rollback.Took, restart)
+	}
+}
+
+// lbServer runs the embedded load balancer with scaled-down ALB settings and
+// returns its traffic URL and a Router over its admin API.
+func lbServer(t *testing.T) (string, publish.Router, *lb.Client) {
+	t.Helper()
+	settings := lb.Settings{HealthCheckPath: "/healthz", HealthCheckInterval: 250 * time.Millisecond, HealthCheckTimeout: 200 * time.Millisecond,
+		Thresholds: lb.Thresholds{Healthy: 2, Unhealthy: 2}, DeregistrationDelay: 3 * time.Second, IdleTimeout: 60 * time.Second,
+		ConnectTimeout: time.Second, MaxBodySize: lb.DefaultMaxBodySize}
+	srv, err := lb.New(lb.Options{Settings: settings, Token: "lb-token", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln, adminLn) }()
+	t.Cleanup(func() { cancel(); <-done })
+	client := lb.NewClient("http://"+adminLn.Addr().String(), "lb-token", nil)
+	return "http://" + ln.Addr().String(), publish.LBRouter{Client: client}, client
+}
+
+// TestWriteUpReproduction_BlueGreen is the write-up's reproduction end to end
+// on the local platform behind the embedded load balancer: a working app,
+// let it sleep (and wake), republish a version that crashes at startup —
+// failed, the previous release still serving (it never stopped) — then
+// publish a good version, which goes live through the switch.
+func TestWriteUpReproduction_BlueGreen(t *testing.T) {
+	sup, err := local.New(local.Options{StateDir: t.TempDir(), StopTimeout: 3 * time.Second, RestartDelay: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sup.Close()
+	store, err := publish.OpenStore(filepath.Join(t.TempDir(), publish.DBFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	lbURL, router, lbc := lbServer(t)
+	g, err := publish.NewGate(publish.GateConfig{Platform: sup, Store: store, Router: router, LockDir: t.TempDir(), Options: e2eOptions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	v1, err := g.Publish(ctx, publish.Request{App: "api", Config: sampleApp(t, "v1")})
+	if err != nil || v1.Verdict.Status != publish.StatusLive || v1.Release.Strategy != publish.StrategyBlueGreen {
+		t.Fatalf("v1: %+v (%s), %v", v1.Verdict, v1.Release.Strategy, err)
+	}
+	old := v1.Release.Machines[0]
+
+	// Let it sleep and wake twice, then wait until the LB routes to it again.
+	for i := 0; i < 2; i++ {
+		if err := sup.Suspend(ctx, "api", old); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		if err := sup.Start(ctx, "api", old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitInRotation(t, lbc, old)
+
+	v2, err := g.Publish(ctx, publish.Request{App: "api", Config: sampleApp(t, "v2", "MYTHEX_APP_CRASH_ON_START", "500ms")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v2.Verdict.Status != publish.StatusFailed || v2.Release.Status != publish.ReleaseRolledBack || v2.Rollback.To != v1.Release.ID {
+		t.Fatalf("v2 = %+v, release %s, rollback %+v", v2.Verdict, v2.Release.Status, v2.Rollback)
+	}
+	if m, _ := sup.Get(ctx, "api", old); m.State != platform.StateStarted || !answers(lbURL[len("http://"):], "v1") {
+		t.Errorf("after the failed v2 the old machine is %s and the app answers v1: %v", m.State, answers(lbURL[len("http://"):], "v1"))
+	}
+
+	v3, err := g.Publish(ctx, publish.Request{App: "api", Config: sampleApp(t, "v3")})
+	if err != nil || v3.Verdict.Status != publish.StatusLive {
+		t.Fatalf("v3: %+v, %v", v3.Verdict, err)
+	}
+	if !answers(lbURL[len("http://"):], "v3") {
+		t.Errorf("after v3 went live the LB does not serve v3")
+	}
+	if m, _ := sup.Get(ctx, "api", old); m.State != platform.StateStopped {
+		t.Errorf("v1's machine after the switch is %s, want stopped (kept)", m.State)
+	}
+	t.Logf("v2 failed after %s; the serving release never stopped; v3 went live after %s (switch included)",
+		v2.Elapsed, v3.Elapsed)
+}
+
+func waitInRotation(t *testing.T, c *lb.Client, id string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, err := c.Target(context.Background(), id)
+		if err == nil && st.InRotation && st.State == lb.StateHealthy {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("target %s never back in rotation: %+v, %v", id, st, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -29,6 +29,9 @@ type Router interface {
 type TargetState struct {
 	// Registered is false once the target is gone (or never was).
 	Registered bool
+	// Draining: deregistered, finishing what is in flight; registering it
+	// again brings it back.
+	Draining bool
 	// InRotation: a new request may be routed to it now (the LB's own truth,
 	// fail-open included).
 	InRotation bool

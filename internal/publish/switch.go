@@ -50,7 +50,7 @@ func (g *Gate) register(ctx context.Context, ms []platform.Machine) error {
 		if err != nil {
 			return fmt.Errorf("%w: target %s: %v", ErrRouter, m.ID, err)
 		}
-		if st.Registered {
+		if st.Registered && !st.Draining {
 			continue
 		}
 		if m.Address == "" {
