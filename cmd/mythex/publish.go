@@ -356,8 +356,8 @@ func releaseConfig(image string, env, args []string, policy string, maxRetries, 
 	return cfg, nil
 }
 
-// publishErr maps the gate's errors to exit codes: bad input 2, a platform
-// that did not answer (nothing changed) or a locked app 3.
+// publishErr maps the gate's errors to exit codes: bad input 2; a platform or
+// load balancer that did not answer (nothing changed), or a locked app, 3.
 func publishErr(err error) error {
 	switch {
 	case errors.Is(err, publish.ErrInvalid):
@@ -366,6 +366,8 @@ func publishErr(err error) error {
 		return withCode(exitUnknown, err)
 	case platform.IsControlPlane(err):
 		return withCode(exitUnknown, fmt.Errorf("unknown: the platform did not answer (%w); nothing was changed", err))
+	case errors.Is(err, publish.ErrRouter):
+		return withCode(exitUnknown, fmt.Errorf("unknown: the load balancer could not be driven (%w); the serving release was not touched", err))
 	}
 	return err
 }

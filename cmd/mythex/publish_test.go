@@ -1,7 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,8 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mythex/mythex/internal/lb"
 	"github.com/mythex/mythex/internal/publish"
 	"github.com/mythex/mythex/internal/testbin"
+	"github.com/mythex/mythex/internal/wire"
 )
 
 func TestMain(m *testing.M) {
@@ -183,5 +189,77 @@ func TestProgressLine(t *testing.T) {
 	step := publish.Event{Kind: publish.EventStep, Elapsed: 1500 * time.Millisecond, Message: "updated machine m1 to v2"}
 	if got := progressLine(step); got != "+  1.5s  updated machine m1 to v2" {
 		t.Errorf("step line = %q", got)
+	}
+}
+
+// embeddedLB runs the embedded load balancer in the test process with
+// scaled-down ALB settings; it returns the traffic address and the admin URL.
+func embeddedLB(t *testing.T) (traffic, admin string) {
+	t.Helper()
+	settings := lb.Settings{HealthCheckPath: "/healthz", HealthCheckInterval: 250 * time.Millisecond, HealthCheckTimeout: 200 * time.Millisecond,
+		Thresholds: lb.Thresholds{Healthy: 2, Unhealthy: 2}, DeregistrationDelay: 3 * time.Second, IdleTimeout: 60 * time.Second,
+		ConnectTimeout: time.Second, MaxBodySize: lb.DefaultMaxBodySize}
+	srv, err := lb.New(lb.Options{Settings: settings, Token: "lb-token", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln, adminLn) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ln.Addr().String(), "http://" + adminLn.Addr().String()
+}
+
+func version(t *testing.T, addr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/")
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	resp.Body.Close()
+	return resp.Header.Get(wire.HeaderVersion)
+}
+
+// TestPublishCmd_BlueGreen: with --lb-admin the CLI publishes blue-green
+// behind the embedded LB; a release crashing at startup fails while the LB
+// keeps serving the previous one.
+func TestPublishCmd_BlueGreen(t *testing.T) {
+	bin, dir := localPlatform(t)
+	traffic, admin := embeddedLB(t)
+	t.Setenv(lbTokenEnv, "lb-token")
+	code, out, errOut := runCLI(t, publishArgs(bin, dir, "v1", "--lb-admin", admin)...)
+	if code != 0 {
+		t.Fatalf("publish v1: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if r := decodeResult(t, out); r.Strategy != "bluegreen" || r.Status != "live" {
+		t.Fatalf("v1 = %+v", r)
+	}
+	if v := version(t, traffic); v != "v1" {
+		t.Fatalf("the LB serves %q after v1, want v1", v)
+	}
+	code, out, errOut = runCLI(t, publishArgs(bin, dir, "v2", "--lb-admin", admin, "--env", "MYTHEX_APP_CRASH_ON_START=300ms")...)
+	if code != 1 {
+		t.Fatalf("publish of a crashing v2: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if r := decodeResult(t, out); r.ReleaseStatus != "rolled_back" || r.Rollback == nil || r.Rollback.To != "v1" {
+		t.Errorf("v2 = %+v", r)
+	}
+	if v := version(t, traffic); v != "v1" {
+		t.Errorf("the LB serves %q after the failed v2, want v1", v)
+	}
+	code, _, errOut = runCLI(t, publishArgs(bin, dir, "v3", "--lb-admin", "http://127.0.0.1:1", "--strategy", "bluegreen")...)
+	if code != 3 || !strings.Contains(errOut, "the serving release was not touched") {
+		t.Errorf("a publish whose router does not answer: exit %d, %q; want 3", code, errOut)
+	}
+	if v := version(t, traffic); v != "v1" {
+		t.Errorf("the LB serves %q after a publish that could not start, want v1", v)
 	}
 }
