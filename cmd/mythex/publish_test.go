@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/probe"
 	"github.com/mythex/mythex/internal/publish"
 	"github.com/mythex/mythex/internal/testbin"
 	"github.com/mythex/mythex/internal/wire"
@@ -245,6 +246,13 @@ func TestPublishCmd_BlueGreen(t *testing.T) {
 	if v := version(t, traffic); v != "v1" {
 		t.Fatalf("the LB serves %q after v1, want v1", v)
 	}
+	prober, err := probe.New(probe.Config{URL: "http://" + traffic + "/", Rate: 50}, probe.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prober.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	code, out, errOut = runCLI(t, publishArgs(bin, dir, "v2", "--lb-admin", admin, "--env", "MYTHEX_APP_CRASH_ON_START=300ms")...)
 	if code != 1 {
 		t.Fatalf("publish of a crashing v2: exit %d\n%s\n%s", code, out, errOut)
@@ -261,5 +269,8 @@ func TestPublishCmd_BlueGreen(t *testing.T) {
 	}
 	if v := version(t, traffic); v != "v1" {
 		t.Errorf("the LB serves %q after a publish that could not start, want v1", v)
+	}
+	if rep := prober.Stop(); rep.ReachedNothing != 0 || rep.AppErrors != 0 || rep.Versions["v2"] != 0 || rep.Requests == 0 {
+		t.Errorf("prober during the publishes: %d requests, %d reached nothing, %d app errors, versions %v", rep.Requests, rep.ReachedNothing, rep.AppErrors, rep.Versions)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/mythex/mythex/internal/lb"
 	"github.com/mythex/mythex/internal/platform"
 	"github.com/mythex/mythex/internal/platform/local"
+	"github.com/mythex/mythex/internal/probe"
 	"github.com/mythex/mythex/internal/publish"
 	"github.com/mythex/mythex/internal/testbin"
 )
@@ -195,6 +196,16 @@ func TestWriteUpReproduction_BlueGreen(t *testing.T) {
 	}
 	waitInRotation(t, lbc, old)
 
+	// A prober against the app through the LB for the whole of both
+	// publishes: every request must reach the app.
+	prober, err := probe.New(probe.Config{URL: lbURL + "/", Rate: 50}, probe.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prober.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+
 	v2, err := g.Publish(ctx, publish.Request{App: "api", Config: sampleApp(t, "v2", "MYTHEX_APP_CRASH_ON_START", "500ms")})
 	if err != nil {
 		t.Fatal(err)
@@ -216,8 +227,16 @@ func TestWriteUpReproduction_BlueGreen(t *testing.T) {
 	if m, _ := sup.Get(ctx, "api", old); m.State != platform.StateStopped {
 		t.Errorf("v1's machine after the switch is %s, want stopped (kept)", m.State)
 	}
-	t.Logf("v2 failed after %s; the serving release never stopped; v3 went live after %s (switch included)",
-		v2.Elapsed, v3.Elapsed)
+	rep := prober.Stop()
+	if rep.ReachedNothing != 0 || rep.AppErrors != 0 || !rep.Complete() || rep.Requests < 100 {
+		t.Errorf("prober over both publishes: %d requests, %d reached nothing, %d app errors, reasons %v, complete %v",
+			rep.Requests, rep.ReachedNothing, rep.AppErrors, rep.Reasons, rep.Complete())
+	}
+	if rep.Versions["v2"] != 0 || rep.Versions["v1"] == 0 || rep.Versions["v3"] == 0 {
+		t.Errorf("versions served = %v, want v1 then v3 and never the failed v2", rep.Versions)
+	}
+	t.Logf("v2 failed after %s; the serving release never stopped; v3 went live after %s (switch included); prober: %d requests over %s, %d reached nothing, versions %v",
+		v2.Elapsed, v3.Elapsed, rep.Requests, rep.Elapsed.Round(time.Millisecond), rep.ReachedNothing, rep.Versions)
 }
 
 func waitInRotation(t *testing.T, c *lb.Client, id string) {
