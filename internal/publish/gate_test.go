@@ -3,6 +3,7 @@ package publish
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -417,9 +418,11 @@ func TestGate_ControlPlaneErrorsNeverRollBack(t *testing.T) {
 func TestGate_TimeoutsThenAnswers(t *testing.T) {
 	e := newEnv(t, false, Options{})
 	e.publish(t, req(imgGood))
+	began := e.clock.Now()
 	e.p.failGet = func(now time.Time, _ string) error {
-		if now.Sub(t0) < 20*time.Second+e.clock.Since(t0)*0 && now.Second()%10 < 5 {
-			return platform.ErrTimeout
+		// Every other second of the first 15 s the API times out.
+		if since := now.Sub(began); since < 15*time.Second && int(since/time.Second)%2 == 0 {
+			return fmt.Errorf("get: %w", platform.ErrTimeout)
 		}
 		return nil
 	}
@@ -427,37 +430,8 @@ func TestGate_TimeoutsThenAnswers(t *testing.T) {
 	if res.Verdict.Status != StatusLive {
 		t.Fatalf("Publish = %v, want live", res.Verdict)
 	}
-}
-
-// TestGate_FailedPublishKeepsTheGoodRelease is case ayunis-103-prune-before-build
-// (and the write-up's companion fix): a failed publish never deletes the
-// working version — no machine of it is destroyed, its record (the config to
-// restore) is intact, and nothing is pruned before a verdict; the gate has no
-// image removal at all.
-func TestGate_FailedPublishKeepsTheGoodRelease(t *testing.T) {
-	for _, strategy := range []Strategy{StrategyInPlace, StrategyBlueGreen} {
-		t.Run(string(strategy), func(t *testing.T) {
-			e := newEnv(t, strategy == StrategyBlueGreen, Options{})
-			good := e.publish(t, req(imgGood))
-			n := len(e.p.Calls())
-			res := e.publish(t, req(imgCrash))
-			if res.Release.Status != ReleaseRolledBack {
-				t.Fatalf("status = %s", res.Release.Status)
-			}
-			for _, c := range e.p.Calls()[n:] {
-				f := strings.Fields(c)
-				if f[0] == "destroy" && f[2] != imgCrash {
-					t.Errorf("%q destroyed a machine that does not run the failed image", c)
-				}
-				if f[0] == "destroy" && slices.Contains(good.Release.Machines, f[1]) {
-					t.Errorf("%q destroyed a machine of the good release", c)
-				}
-			}
-			rec, err := e.store.Get(context.Background(), "api", good.Release.ID)
-			if err != nil || rec.Status != ReleaseLive || rec.Config.Image != imgGood {
-				t.Errorf("good release record after the failure = %+v, %v", rec, err)
-			}
-		})
+	if w := strings.Join(res.Verdict.Warnings, " "); !strings.Contains(w, "the platform did not answer") {
+		t.Errorf("warnings %q do not mention the timeouts", w)
 	}
 }
 
