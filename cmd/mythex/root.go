@@ -68,6 +68,7 @@ measures a deploy by the requests that reached nothing.`,
 		newDeployCmd(),
 		newDemoCmd(),
 		newMeasureCmd(),
+		newPublishCmd(),
 	)
 	return root
 }
