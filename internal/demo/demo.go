@@ -210,8 +210,11 @@ func Run(ctx context.Context, o Options) (sum Summary, err error) {
 
 	begin := time.Now()
 	res, err := f.Deploy(ctx, "v1", nil, nil)
+	if ctx.Err() != nil {
+		return sum, fmt.Errorf("interrupted during the first rollout: %w", ctx.Err())
+	}
 	if err != nil {
-		return sum, fmt.Errorf("first rollout of v1 failed: %w\n%s", err, f.LogTail(firstFailed(res), 2000))
+		return sum, fmt.Errorf("first rollout of v1 failed: %w\nlast lines of the agent's log:\n%s", err, f.LogTail(firstFailed(res), 2000))
 	}
 	fmt.Fprintf(out, "rolled out v1 to %d hosts in %.1fs (no load yet)\n", o.Hosts, time.Since(begin).Seconds())
 
