@@ -58,6 +58,9 @@ type Options struct {
 	Mode termui.Mode
 	// Logger receives the load balancer's state changes. Default: discarded.
 	Logger *slog.Logger
+	// Adjust, when set, changes the scaled profile before the fleet starts
+	// (tests widen a timeout for a loaded machine).
+	Adjust func(*fleet.Config)
 }
 
 // VersionSpan is a stretch of the run in which the same versions answered.
@@ -167,6 +170,9 @@ func Run(ctx context.Context, o Options) (sum Summary, err error) {
 	cfg, err := ProfileConfig(o.Profile, o.TimeScale)
 	if err != nil {
 		return sum, err
+	}
+	if o.Adjust != nil {
+		o.Adjust(&cfg)
 	}
 	if o.Hosts < 1 || o.Hosts > 20 {
 		return sum, fmt.Errorf("%w: --hosts %d must be between 1 and 20", fleet.ErrInvalid, o.Hosts)
