@@ -66,6 +66,9 @@ measures a deploy by the requests that reached nothing.`,
 		newLBCmd(),
 		newAgentCmd(),
 		newDeployCmd(),
+		newDemoCmd(),
+		newMeasureCmd(),
+		newPublishCmd(),
 	)
 	return root
 }
