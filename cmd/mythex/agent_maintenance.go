@@ -221,10 +221,3 @@ func whoAmI() string {
 	host, _ := os.Hostname()
 	return name + "@" + host
 }
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
