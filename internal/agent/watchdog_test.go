@@ -25,13 +25,28 @@ func newWatchedHost(t *testing.T, w time.Duration, k int) *testHost {
 	return h
 }
 
+// acquire takes the host lease the way the rolling deploy does: a watchdog
+// round may hold the host lock for a moment, so ErrLeaseHeld is retried for
+// a while.
+func (h *testHost) acquire(t *testing.T, ctx context.Context, holder string) agentapi.Lease {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l, err := h.client.AcquireLease(ctx, false, holder, time.Minute)
+		if err == nil {
+			return l
+		}
+		if !errors.Is(err, agentapi.ErrLeaseHeld) || time.Now().After(deadline) {
+			t.Fatalf("acquire lease: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // deployed puts version v1 on h under a lease, marks it good and releases.
 func (h *testHost) deployed(t *testing.T, ctx context.Context) {
 	t.Helper()
-	l, err := h.client.AcquireLease(ctx, false, "deploy v1", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := h.acquire(t, ctx, "deploy v1")
 	h.deployV(t, ctx, l.ID, h.def("v1", nil))
 	if err := h.client.MarkGood(ctx, l.ID); err != nil {
 		t.Fatal(err)
@@ -217,10 +232,7 @@ func TestAgent_WatchdogNeverHealsADrainUnderLease(t *testing.T) {
 	h.deployed(t, ctx)
 	h.waitStatus(t, ctx, "watched the gateway ok", func(st agentapi.Status) bool { return watched(st, "gateway").State == "ok" })
 
-	l, err := h.client.AcquireLease(ctx, false, "deploy v2", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := h.acquire(t, ctx, "deploy v2")
 	if _, err := h.client.Publish(ctx, l.ID, h.def("v2", nil)); err != nil {
 		t.Fatal(err)
 	}
@@ -301,12 +313,9 @@ func TestAgent_Bootstrap(t *testing.T) {
 	})
 
 	// A deploy holds the host lock: the bootstrap waits for it.
-	l, err := h.client.AcquireLease(ctx, false, "deploy v1 again", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := h.acquire(t, ctx, "deploy v1 again")
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	_, err = h.agent.Bootstrap(short)
+	_, err := h.agent.Bootstrap(short)
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "deploy v1 again") {
 		t.Fatalf("bootstrap under a lease = %v, want it to wait, naming the holder", err)
