@@ -268,3 +268,6 @@ func removeByLabel(ctx context.Context, cli *client.Client, label string, images
 		}
 	}
 }
+
+// imageRemoveUntag removes a reference without forcing.
+var imageRemoveUntag = image.RemoveOptions{}
