@@ -63,6 +63,9 @@ measures a deploy by the requests that reached nothing.`,
 	root.AddCommand(
 		newCheckCmd(),
 		newSampleAppCmd(),
+		newLBCmd(),
+		newAgentCmd(),
+		newDeployCmd(),
 	)
 	return root
 }

@@ -55,6 +55,10 @@ type Input struct {
 	// Vars are the host's interpolation variables (fleet hosts[].vars). Names
 	// starting with MYTHEX_ are reserved for mythex and refused.
 	Vars map[string]string
+	// Fleet are variables mythex derives from mythex.yml (FleetVars), so the
+	// compose file takes the drain and grace numbers `mythex check` proved
+	// instead of repeating them. Names start with MYTHEX_.
+	Fleet map[string]string
 }
 
 // supported lists every compose attribute a Definition carries. Anything else
@@ -224,6 +228,9 @@ func interpolationVars(in Input, e *errs) (types.Mapping, error) {
 		}
 		vars[VarTarget] = in.Target
 		vars[VarTargetPort] = port
+	}
+	for k, v := range in.Fleet {
+		vars[k] = v
 	}
 	for k, v := range in.Vars {
 		switch {

@@ -27,6 +27,7 @@ func ForHost(ctx context.Context, fl *fleet.Loaded, host, version string) (*Defi
 			Host:        h.Name,
 			Target:      h.Target,
 			Vars:        h.Vars,
+			Fleet:       FleetVars(&fl.Config),
 		})
 	}
 	names := make([]string, 0, len(fl.Hosts))
@@ -34,4 +35,32 @@ func ForHost(ctx context.Context, fl *fleet.Loaded, host, version string) (*Defi
 		names = append(names, h.Name)
 	}
 	return nil, &FieldError{File: fl.Path, Field: "hosts", Msg: fmt.Sprintf("no host named %q; hosts are %v", host, names)}
+}
+
+// Interpolation variables mythex derives from mythex.yml (FleetVars).
+const (
+	// VarDrainServePeriod is drain.serve_period (D), a Go duration.
+	VarDrainServePeriod = "MYTHEX_DRAIN_SERVE_PERIOD"
+	// VarDrainShutdownTimeout is drain.shutdown_timeout (S).
+	VarDrainShutdownTimeout = "MYTHEX_DRAIN_SHUTDOWN_TIMEOUT"
+	// VarStopGracePeriod is backend.stop_grace_period (G).
+	VarStopGracePeriod = "MYTHEX_STOP_GRACE_PERIOD"
+	// VarKeepAliveIdleTimeout is backend.keepalive_idle_timeout.
+	VarKeepAliveIdleTimeout = "MYTHEX_KEEPALIVE_IDLE_TIMEOUT"
+	// VarHealthPath is load_balancer.health_check.path.
+	VarHealthPath = "MYTHEX_HEALTH_PATH"
+)
+
+// FleetVars are the interpolation variables mythex derives from c: the drain,
+// grace and keep-alive numbers and the health path, so a compose file uses
+// the values `mythex check` proved (${MYTHEX_DRAIN_SERVE_PERIOD}) rather than
+// copies that can drift from them. Durations are Go duration strings.
+func FleetVars(c *fleet.Config) map[string]string {
+	return map[string]string{
+		VarDrainServePeriod:     c.Drain.ServePeriod.String(),
+		VarDrainShutdownTimeout: c.Drain.ShutdownTimeout.String(),
+		VarStopGracePeriod:      c.Backend.StopGracePeriod.String(),
+		VarKeepAliveIdleTimeout: c.Backend.KeepAliveIdleTimeout.String(),
+		VarHealthPath:           c.LoadBalancer.HealthCheck.Path,
+	}
 }

@@ -60,6 +60,15 @@ const (
 	KindOther = "other"
 )
 
+// Routing algorithms of a target group (ALB load_balancing.algorithm.type).
+const (
+	// AlgorithmRoundRobin routes to the targets in rotation in turn.
+	AlgorithmRoundRobin = "round_robin"
+	// AlgorithmLeastOutstandingRequests routes to the target with the fewest
+	// requests in flight.
+	AlgorithmLeastOutstandingRequests = "least_outstanding_requests"
+)
+
 // Target types, as in an ALB target group.
 const (
 	// TargetTypeInstance registers the node (host) and routes to a port on it;
@@ -96,6 +105,10 @@ type LoadBalancer struct {
 	// IdleTimeout is how long the LB keeps an idle client or backend connection
 	// open. ALB default 60s.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// Algorithm is how the embedded LB picks among targets in rotation, as an ALB
+	// target group's load_balancing.algorithm.type: round_robin or
+	// least_outstanding_requests. Default round_robin (ALB's default).
+	Algorithm string `yaml:"algorithm"`
 	// PropagationMargin is added to the time the LB needs to stop routing to a
 	// target: the control-plane delay of a real ALB (typically 10–15s), or the
 	// discovery lag of kind other (a poll interval, an endpoint update). Default

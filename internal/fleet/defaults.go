@@ -13,6 +13,7 @@ func Default() Config {
 			Listen:      "127.0.0.1:8080",
 			AdminListen: "127.0.0.1:8079",
 			TargetType:  TargetTypeInstance,
+			Algorithm:   AlgorithmRoundRobin,
 			HealthCheck: HealthCheck{
 				Path:               "/healthz",
 				Interval:           30 * time.Second,

@@ -25,6 +25,7 @@ func (c *Config) validate(p *problems) {
 	lb := &c.LoadBalancer
 	oneOf(p, "load_balancer.kind", lb.Kind, KindEmbedded, KindHAProxy, KindALB, KindOther)
 	oneOf(p, "load_balancer.target_type", lb.TargetType, TargetTypeInstance, TargetTypeIP)
+	oneOf(p, "load_balancer.algorithm", lb.Algorithm, AlgorithmRoundRobin, AlgorithmLeastOutstandingRequests)
 	hc := &lb.HealthCheck
 	if hc.Path == "" || hc.Path[0] != '/' {
 		p.add("load_balancer.health_check.path", "must be an absolute HTTP path like /healthz, got %q", hc.Path)

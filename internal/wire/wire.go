@@ -31,4 +31,11 @@ const (
 	ReasonTargetTimeout = "target-timeout"
 	// ReasonBadRequest: the client's request could not be proxied (400).
 	ReasonBadRequest = "bad-request"
+	// ReasonTargetBadResponse: the target's response was malformed or too
+	// large to proxy (502).
+	ReasonTargetBadResponse = "target-bad-response"
+	// ReasonTargetDeregistered: the target was deregistered and its
+	// deregistration delay ran out while the request was in flight; the load
+	// balancer closed the connection (502).
+	ReasonTargetDeregistered = "target-deregistered"
 )

@@ -59,13 +59,17 @@ func localDefinition(t *testing.T, dir, version string, ports map[string]int, dr
 			"API_PORT":              strconv.Itoa(ports["api"]),
 			"ORCHESTRATOR_PORT":     strconv.Itoa(ports["orchestrator"]),
 			"PUBLISH_WORKER_PORT":   strconv.Itoa(ports["publish-worker"]),
-			"DRAIN_SERVE_PERIOD":    drain.String(),
-			"SHUTDOWN_TIMEOUT":      "1s",
-			"STOP_GRACE_PERIOD":     "10s",
 			"HEALTH_INTERVAL":       "100ms",
 			"HEALTH_TIMEOUT":        "1s",
 			"HEALTH_START_PERIOD":   "5s",
 			"HEALTH_START_INTERVAL": "50ms",
+		},
+		Fleet: map[string]string{
+			definition.VarDrainServePeriod:     drain.String(),
+			definition.VarDrainShutdownTimeout: "1s",
+			definition.VarStopGracePeriod:      "10s",
+			definition.VarKeepAliveIdleTimeout: "75s",
+			definition.VarHealthPath:           "/healthz",
 		},
 	})
 	if err != nil {

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mythex/mythex/internal/agent"
+	"github.com/mythex/mythex/internal/auth"
+	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/runtime"
+	"github.com/mythex/mythex/internal/runtime/process"
+)
+
+// agentTokenEnv holds the agents' bearer token when no token file is given.
+const agentTokenEnv = "MYTHEX_AGENT_TOKEN"
+
+// agentFlags are the flags of `mythex agent`.
+type agentFlags struct {
+	file         string
+	host         string
+	stateDir     string
+	listen       string
+	tokenFile    string
+	runtime      string
+	allowRemote  bool
+	lbTokenFile  string
+	noLB         bool
+	stopOnExit   bool
+	startTimeout time.Duration
+}
+
+func newAgentCmd() *cobra.Command {
+	var f agentFlags
+	cmd := &cobra.Command{
+		Use:   "agent --state-dir DIR [-f mythex.yml --host NAME] [--listen ADDR]",
+		Short: "Run the host agent: the one definition, the host lock, services, API for deploys",
+		Long: `agent runs on every server of the fleet. It keeps the host's published
+definition (current, previous, last known good) in --state-dir, owns the host
+lock that deploys and the bootstrap share, starts and stops the services
+through a runtime, and serves an authenticated API that mythex deploy drives.
+
+The API binds to loopback unless --allow-remote, and every request needs the
+bearer token from --token-file or $` + agentTokenEnv + `.
+
+With -f and --host, the agent takes its listen address (hosts[].agent), its
+load balancer target and the load balancer's admin API from mythex.yml: if a
+deploy dies mid-way, the agent returns the host to its last known good
+definition and registers it with the load balancer again.
+
+Services keep running when the agent stops or restarts; a new agent adopts
+them.`,
+		Example: `  export ` + agentTokenEnv + `=$(cat /etc/mythex/agent-token)
+  mythex agent -f mythex.yml --host web-1 --state-dir /var/lib/mythex
+
+  # by hand, without a fleet config
+  mythex agent --host web-1 --state-dir ./state/web-1 --listen 127.0.0.1:9201`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAgent(cmd.Context(), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.file, "file", "f", "", "fleet config (mythex.yml); gives the listen address, target and load balancer of --host")
+	fl.StringVar(&f.host, "host", "", "this host's name (hosts[].name); default: the machine's host name")
+	fl.StringVar(&f.stateDir, "state-dir", "", "directory for the definitions, the host lock and the runtime's state (required)")
+	fl.StringVar(&f.listen, "listen", "", "API address (default hosts[].agent with -f, else 127.0.0.1:9201)")
+	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the API's bearer token (default $"+agentTokenEnv+")")
+	fl.StringVar(&f.runtime, "runtime", "process", "what runs the services: process")
+	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow a --listen address that is not loopback")
+	fl.StringVar(&f.lbTokenFile, "lb-token-file", "", "file holding the load balancer's admin token (default load_balancer.admin_token_file or $"+lbTokenEnv+")")
+	fl.BoolVar(&f.noLB, "no-lb", false, "do not talk to the load balancer, even with -f")
+	fl.BoolVar(&f.stopOnExit, "stop-services-on-exit", false, "stop every service when the agent exits (demos and tests; servers keep them running)")
+	fl.DurationVar(&f.startTimeout, "start-timeout", 0, "how long a start may wait for services to turn healthy (default: from their healthchecks)")
+	_ = fl.MarkHidden("stop-services-on-exit")
+	_ = cmd.MarkFlagRequired("state-dir")
+	return cmd
+}
+
+func runAgent(ctx context.Context, f agentFlags) error {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	token, err := auth.LoadToken(f.tokenFile, agentTokenEnv)
+	if err != nil {
+		return usagef("agent API token: %v", err)
+	}
+	var rec agent.Recovery
+	if f.host == "" {
+		f.host, _ = os.Hostname()
+	}
+	if f.file != "" {
+		cfg, err := fleet.Load(f.file)
+		if err != nil {
+			return err
+		}
+		h, ok := findHost(&cfg.Config, f.host)
+		if !ok {
+			return usagef("--host %q is not in %s (hosts: %s)", f.host, f.file, hostNames(&cfg.Config))
+		}
+		if f.listen == "" {
+			f.listen = h.Agent
+		}
+		if !f.noLB && cfg.LoadBalancer.Kind == fleet.KindEmbedded {
+			lbToken, err := auth.LoadToken(firstNonEmpty(f.lbTokenFile, cfg.LoadBalancer.AdminTokenFile), lbTokenEnv)
+			if err != nil {
+				return usagef("load balancer admin token: %v (or run with --no-lb)", err)
+			}
+			rec = agent.Recovery{LB: lbRegistrar{lb.NewClient(adminURL(cfg.LoadBalancer.AdminListen), lbToken, nil)}, TargetID: h.Name, TargetAddress: h.Target}
+		}
+	}
+	if f.listen == "" {
+		f.listen = "127.0.0.1:9201"
+	}
+	if !auth.IsLoopback(f.listen) && !f.allowRemote {
+		return usagef("--listen %s is not a loopback address; the agent API can start and stop services, so pass --allow-remote only behind a firewall you trust", f.listen)
+	}
+	stateDir, err := filepath.Abs(f.stateDir)
+	if err != nil {
+		return usagef("--state-dir: %v", err)
+	}
+	rt, err := newRuntime(f.runtime, stateDir, log)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	a, err := agent.New(agent.Config{
+		Host: f.host, StateDir: stateDir, Runtime: rt, RuntimeName: f.runtime,
+		Logger: log, Recovery: rec, StartTimeout: f.startTimeout,
+	})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("agent API: %w", err)
+	}
+	srv := &http.Server{Handler: a.Handler(token), ReadHeaderTimeout: 10 * time.Second}
+	log.Info("agent listening", "addr", ln.Addr().String(), "host", f.host, "state_dir", stateDir, "runtime", f.runtime)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return fmt.Errorf("agent API: %w", err)
+	}
+	log.Info("agent stopping")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdownCtx)
+	if f.stopOnExit {
+		stopAllServices(rt, log)
+	}
+	return nil
+}
+
+// newRuntime opens the runtime named name on the agent's state directory.
+func newRuntime(name, stateDir string, log *slog.Logger) (runtime.Runtime, error) {
+	switch name {
+	case "process":
+		return process.New(process.Options{StateDir: filepath.Join(stateDir, "runtime"), Logger: log})
+	}
+	return nil, usagef("--runtime %q: the runtimes are: process", name)
+}
+
+// stopAllServices stops every running service within its grace period.
+func stopAllServices(rt runtime.Runtime, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sts, err := rt.Status(ctx)
+	if err != nil {
+		log.Error("stop services", "err", err)
+		return
+	}
+	done := make(chan struct{}, len(sts))
+	n := 0
+	for _, s := range sts {
+		if !s.Running() {
+			continue
+		}
+		n++
+		go func() {
+			if _, err := rt.Stop(ctx, s.Name, runtime.UseSpecGrace); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+				log.Error("stop service", "service", s.Name, "err", err)
+			}
+			done <- struct{}{}
+		}()
+	}
+	for range n {
+		<-done
+	}
+}
+
+// lbRegistrar adapts the load balancer's admin client to agent.Registrar.
+type lbRegistrar struct{ c *lb.Client }
+
+func (r lbRegistrar) Register(ctx context.Context, id, address string) error {
+	_, err := r.c.Register(ctx, id, address)
+	return err
+}
+
+func findHost(c *fleet.Config, name string) (fleet.Host, bool) {
+	for _, h := range c.Hosts {
+		if h.Name == name {
+			return h, true
+		}
+	}
+	return fleet.Host{}, false
+}
+
+func hostNames(c *fleet.Config) string {
+	s := ""
+	for i, h := range c.Hosts {
+		if i > 0 {
+			s += ", "
+		}
+		s += h.Name
+	}
+	return s
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// adminURL turns a listen address into the admin API's base URL.
+func adminURL(listen string) string { return "http://" + listen }

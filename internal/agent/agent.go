@@ -1,0 +1,152 @@
+// Package agent is the host agent (`mythex agent`): it owns the host lock,
+// keeps the one published definition (current, previous, last known good),
+// starts and stops services through a runtime, and serves an authenticated
+// HTTP API (package agentapi) that the rolling deploy drives.
+//
+// Only the agent writes the host's definitions, and only when a deploy holding
+// the host lease publishes one. A deploy that dies leaves its lease to expire;
+// the agent then returns the host to its last known good definition, running
+// and registered with the load balancer, before anyone else may act on it.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mythex/mythex/internal/definition"
+	"github.com/mythex/mythex/internal/hostlock"
+	"github.com/mythex/mythex/internal/runtime"
+)
+
+// Registrar puts a target back into the load balancer; *lb.Client implements
+// it through an adapter. The agent uses it only to recover from a dead deploy.
+type Registrar interface {
+	Register(ctx context.Context, id, address string) error
+}
+
+// Recovery tells the agent how to put its host back into rotation when a
+// deploy's lease expires. Zero value: no load balancer to talk to (the host is
+// still returned to its last good definition).
+type Recovery struct {
+	// LB re-registers the target; nil means none.
+	LB Registrar
+	// TargetID is the host's target id in the load balancer (its name).
+	TargetID string
+	// TargetAddress is the host:port the load balancer routes to.
+	TargetAddress string
+}
+
+// Config configures an Agent.
+type Config struct {
+	// Host is the host's name (status, logs). Required.
+	Host string
+	// StateDir holds the definition store, the host lock and the runtime's
+	// state. Required; created 0700 if missing.
+	StateDir string
+	// Runtime runs the services. Required.
+	Runtime runtime.Runtime
+	// RuntimeName names it in status ("process", "docker").
+	RuntimeName string
+	// Clock paces leases and waits. Default: the real clock.
+	Clock clockwork.Clock
+	// Logger receives the agent's events. Default: discarded.
+	Logger *slog.Logger
+	// Recovery puts the host back into rotation after a dead deploy.
+	Recovery Recovery
+	// StartTimeout bounds how long Start waits for every service to answer its
+	// health check. Default: per service, its healthcheck's start period plus
+	// (retries+1) × (interval + timeout), at least 10s.
+	StartTimeout time.Duration
+	// Registry receives the agent's Prometheus metrics. Default: a new one.
+	Registry *prometheus.Registry
+}
+
+// Agent is one host's agent. Create it with New; Close it when done.
+type Agent struct {
+	cfg   Config
+	clock clockwork.Clock
+	log   *slog.Logger
+	store *definition.Store
+	rt    runtime.Runtime
+	lock  *hostlock.Lock
+
+	hostLease  *leaseKeeper
+	fleetLease *leaseKeeper
+	metrics    *metrics
+
+	// opMu serialises the operations that change what runs.
+	opMu sync.Mutex
+
+	// draining holds the stops a Drain started, by service name, until Stop
+	// collects them.
+	drainMu  sync.Mutex
+	draining map[string]chan stopOutcome
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+type stopOutcome struct {
+	res runtime.StopResult
+	err error
+}
+
+// New opens the agent's state in cfg.StateDir. Errors: a missing required
+// field, a state directory that cannot be created, a corrupt definition store.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Host == "" || cfg.StateDir == "" || cfg.Runtime == nil {
+		return nil, errors.New("agent: Host, StateDir and Runtime are required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("agent state dir: %w", err)
+	}
+	store, err := definition.OpenStore(definitionDir(cfg.StateDir))
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &Agent{
+		cfg: cfg, clock: cfg.Clock, log: cfg.Logger.With("host", cfg.Host),
+		store: store, rt: cfg.Runtime, lock: hostlock.New(cfg.StateDir),
+		draining: map[string]chan stopOutcome{},
+		ctx:      ctx, cancel: cancel,
+	}
+	a.metrics = newMetrics(cfg.Registry)
+	a.hostLease = &leaseKeeper{clock: a.clock, log: a.log, lock: a.lock, kind: "host", onExpire: a.recover}
+	a.fleetLease = &leaseKeeper{clock: a.clock, log: a.log, kind: "fleet"}
+	return a, nil
+}
+
+// definitionDir is where the definition store lives in a state directory.
+func definitionDir(stateDir string) string { return stateDir + "/definitions" }
+
+// Store returns the host's definition store (read it; only the agent writes).
+func (a *Agent) Store() *definition.Store { return a.store }
+
+// Lock returns the host lock the agent shares with the watchdog and bootstrap.
+func (a *Agent) Lock() *hostlock.Lock { return a.lock }
+
+// Close stops the agent's background work. Services keep running.
+func (a *Agent) Close() error {
+	a.cancel()
+	a.wg.Wait()
+	return nil
+}

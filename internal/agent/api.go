@@ -1,0 +1,195 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/mythex/mythex/internal/agentapi"
+	"github.com/mythex/mythex/internal/auth"
+	"github.com/mythex/mythex/internal/definition"
+)
+
+// maxDefinitionBytes bounds a published definition's size.
+const maxDefinitionBytes = 4 << 20
+
+// Handler returns the agent's HTTP API (package agentapi documents it), every
+// route behind the bearer token. Requests that change the host need the live
+// host lease in the X-Mythex-Lease header.
+func (a *Agent) Handler(token string) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+agentapi.PathStatus, a.handleStatus)
+	for _, fleet := range []bool{false, true} {
+		path, k := agentapi.PathLease, a.hostLease
+		if fleet {
+			path, k = agentapi.PathFleetLease, a.fleetLease
+		}
+		mux.HandleFunc("POST "+path, a.handleAcquire(k))
+		mux.HandleFunc("PUT "+path, a.handleRenew(k))
+		mux.HandleFunc("DELETE "+path, a.handleRelease(k))
+	}
+	mux.HandleFunc("PUT "+agentapi.PathDefinition, a.leased("publish", func(r *http.Request) (any, error) {
+		b, err := io.ReadAll(io.LimitReader(r.Body, maxDefinitionBytes+1))
+		if err != nil {
+			return nil, err
+		}
+		if len(b) > maxDefinitionBytes {
+			return nil, fmt.Errorf("%w: definition larger than %d bytes", ErrInvalid, maxDefinitionBytes)
+		}
+		return a.Publish(r.Context(), b)
+	}))
+	mux.HandleFunc("POST "+agentapi.PathDrain, a.leased("drain", func(r *http.Request) (any, error) {
+		var req agentapi.ServicesRequest
+		if err := decodeBody(r, &req); err != nil {
+			return nil, err
+		}
+		return nil, a.Drain(r.Context(), req.Services)
+	}))
+	mux.HandleFunc("POST "+agentapi.PathStop, a.leased("stop", func(r *http.Request) (any, error) {
+		return a.Stop(r.Context())
+	}))
+	mux.HandleFunc("POST "+agentapi.PathStart, a.leased("start", func(r *http.Request) (any, error) {
+		return a.Start(r.Context())
+	}))
+	mux.HandleFunc("POST "+agentapi.PathRollback, a.leased("rollback", func(r *http.Request) (any, error) {
+		return a.Rollback(r.Context())
+	}))
+	mux.HandleFunc("POST "+agentapi.PathMarkGood, a.leased("mark-good", func(r *http.Request) (any, error) {
+		return nil, a.MarkGood(r.Context())
+	}))
+	mux.HandleFunc("POST "+agentapi.PathVerify, func(w http.ResponseWriter, r *http.Request) {
+		var req agentapi.ServicesRequest
+		if err := decodeBody(r, &req); err != nil {
+			writeErr(w, err)
+			return
+		}
+		rep, err := a.Verify(r.Context(), req.Services, req.Version)
+		respond(w, rep, err)
+	})
+	mux.Handle("GET "+agentapi.PathMetrics, promhttp.HandlerFor(a.cfg.Registry, promhttp.HandlerOpts{}))
+	return auth.Bearer(token, mux)
+}
+
+// leased wraps an operation that needs the live host lease.
+func (a *Agent) leased(op string, fn func(*http.Request) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := a.hostLease.check(r.Header.Get(agentapi.HeaderLease)); err != nil {
+			a.metrics.op(op, err)
+			writeErr(w, err)
+			return
+		}
+		out, err := fn(r)
+		a.metrics.op(op, err)
+		if err != nil {
+			a.log.Warn("operation failed", "op", op, "err", err)
+		}
+		respond(w, out, err)
+	}
+}
+
+func (a *Agent) handleAcquire(k *leaseKeeper) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req agentapi.LeaseRequest
+		if err := decodeBody(r, &req); err != nil {
+			writeErr(w, err)
+			return
+		}
+		ttl, err := parseTTL(req.TTL)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		if req.Holder == "" {
+			writeErr(w, fmt.Errorf("%w: holder is required: say who takes the lease", ErrInvalid))
+			return
+		}
+		l, err := k.acquire(req.Holder, ttl)
+		respond(w, wireLease(l), err)
+	}
+}
+
+func (a *Agent) handleRenew(k *leaseKeeper) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req agentapi.LeaseRequest
+		if err := decodeBody(r, &req); err != nil {
+			writeErr(w, err)
+			return
+		}
+		ttl, err := parseTTL(req.TTL)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		l, err := k.renew(r.Header.Get(agentapi.HeaderLease), ttl)
+		respond(w, wireLease(l), err)
+	}
+}
+
+func (a *Agent) handleRelease(k *leaseKeeper) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		respond(w, nil, k.release(r.Header.Get(agentapi.HeaderLease)))
+	}
+}
+
+func parseTTL(s string) (time.Duration, error) {
+	ttl, err := time.ParseDuration(s)
+	if err != nil || ttl <= 0 {
+		return 0, fmt.Errorf("%w: ttl %q must be a positive Go duration like 30s", ErrInvalid, s)
+	}
+	return ttl, nil
+}
+
+func wireLease(l Lease) agentapi.Lease {
+	return agentapi.Lease{ID: l.ID, Holder: l.Holder, Acquired: l.Acquired, Expires: l.Expires}
+}
+
+func decodeBody(r *http.Request, v any) error {
+	if r.ContentLength == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: request body: %v", ErrInvalid, err)
+	}
+	return nil
+}
+
+func respond(w http.ResponseWriter, out any, err error) {
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if out == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// writeErr maps errors to statuses at this one boundary.
+func writeErr(w http.ResponseWriter, err error) {
+	code := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, ErrLeaseHeld):
+		code = http.StatusConflict
+	case errors.Is(err, ErrNoLease):
+		code = http.StatusPreconditionFailed
+	case errors.Is(err, ErrInvalid), errors.Is(err, definition.ErrInvalid):
+		code = http.StatusUnprocessableEntity
+	case errors.Is(err, ErrNothingPublished):
+		code = http.StatusConflict
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		code = http.StatusServiceUnavailable
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(agentapi.ErrorBody{Error: err.Error()})
+}

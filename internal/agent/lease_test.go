@@ -1,0 +1,150 @@
+package agent
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/mythex/mythex/internal/hostlock"
+)
+
+func newTestKeeper(t *testing.T, onExpire func(Lease)) (*leaseKeeper, *clockwork.FakeClock, string) {
+	t.Helper()
+	dir := t.TempDir()
+	clock := clockwork.NewFakeClock()
+	return &leaseKeeper{
+		clock: clock, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		lock: hostlock.New(dir), onExpire: onExpire, kind: "host",
+	}, clock, dir
+}
+
+func TestLeaseKeeper_AcquireExcludes(t *testing.T) {
+	k, _, dir := newTestKeeper(t, nil)
+	l, err := k.acquire("deploy v2", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.acquire("deploy v3", 30*time.Second); !errors.Is(err, ErrLeaseHeld) {
+		t.Fatalf("second acquire = %v, want ErrLeaseHeld", err)
+	}
+	if err := hostlock.New(dir).TryLock("watchdog"); !errors.Is(err, hostlock.ErrHeld) {
+		t.Fatalf("host lock while leased = %v, want held", err)
+	}
+	if err := k.release(l.ID); err != nil {
+		t.Fatal(err)
+	}
+	if h := hostlock.Holder(dir); h != "" {
+		t.Errorf("host lock still held by %q after release", h)
+	}
+}
+
+func TestLeaseKeeper_HostLockHeldByBootstrap(t *testing.T) {
+	k, _, dir := newTestKeeper(t, nil)
+	boot := hostlock.New(dir)
+	if err := boot.TryLock("bootstrap"); err != nil {
+		t.Fatal(err)
+	}
+	defer boot.Unlock()
+	_, err := k.acquire("deploy", time.Minute)
+	if !errors.Is(err, ErrLeaseHeld) {
+		t.Fatalf("acquire = %v, want ErrLeaseHeld", err)
+	}
+}
+
+func TestLeaseKeeper_RenewAndCheck(t *testing.T) {
+	k, clock, _ := newTestKeeper(t, nil)
+	l, _ := k.acquire("deploy", 10*time.Second)
+	clock.Advance(8 * time.Second)
+	if _, err := k.renew(l.ID, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(8 * time.Second) // 16s after acquire, 8s after renew
+	if err := k.check(l.ID); err != nil {
+		t.Fatalf("check after renew = %v", err)
+	}
+	if err := k.check("forged"); !errors.Is(err, ErrNoLease) {
+		t.Errorf("check(forged) = %v", err)
+	}
+	if _, err := k.renew("forged", time.Second); !errors.Is(err, ErrNoLease) {
+		t.Errorf("renew(forged) = %v", err)
+	}
+	if err := k.release("forged"); !errors.Is(err, ErrNoLease) {
+		t.Errorf("release(forged) = %v", err)
+	}
+}
+
+func TestLeaseKeeper_ExpiryRunsRecoveryWithLockHeld(t *testing.T) {
+	var recovered atomic.Int32
+	var dir string
+	lockHeldDuringRecovery := make(chan bool, 1)
+	k, clock, d := newTestKeeper(t, func(l Lease) {
+		recovered.Add(1)
+		lockHeldDuringRecovery <- hostlock.Holder(dir) != ""
+	})
+	dir = d
+	l, _ := k.acquire("deploy v2", 10*time.Second)
+	clock.Advance(9 * time.Second)
+	if recovered.Load() != 0 {
+		t.Fatal("recovery ran before the ttl")
+	}
+	clock.Advance(time.Second)
+	select {
+	case held := <-lockHeldDuringRecovery:
+		if !held {
+			t.Error("host lock was free during recovery")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("recovery did not run at the ttl")
+	}
+	if err := k.check(l.ID); !errors.Is(err, ErrNoLease) {
+		t.Errorf("check after expiry = %v, want ErrNoLease", err)
+	}
+	waitFor(t, func() bool { return hostlock.Holder(dir) == "" }, "host lock released after recovery")
+	if _, err := k.acquire("deploy v3", time.Second); err != nil {
+		t.Errorf("acquire after expiry = %v", err)
+	}
+	if n := recovered.Load(); n != 1 {
+		t.Errorf("recovery ran %d times, want 1", n)
+	}
+}
+
+func TestLeaseKeeper_ReleasedLeaseNeverExpires(t *testing.T) {
+	var recovered atomic.Int32
+	k, clock, _ := newTestKeeper(t, func(Lease) { recovered.Add(1) })
+	l, _ := k.acquire("deploy", time.Second)
+	if err := k.release(l.ID); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Hour)
+	if recovered.Load() != 0 {
+		t.Error("a released lease ran recovery")
+	}
+}
+
+func TestLeaseKeeper_FleetLeaseHasNoLock(t *testing.T) {
+	k := &leaseKeeper{clock: clockwork.NewFakeClock(), log: slog.New(slog.NewTextHandler(io.Discard, nil)), kind: "fleet"}
+	if _, err := k.acquire("deploy a", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	_, err := k.acquire("deploy b", time.Minute)
+	if !errors.Is(err, ErrLeaseHeld) {
+		t.Fatalf("second fleet lease = %v", err)
+	}
+}
+
+// waitFor polls cond until it holds or 5s pass.
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

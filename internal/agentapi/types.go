@@ -1,0 +1,185 @@
+// Package agentapi is the wire contract of the host agent's HTTP API: the JSON
+// shapes, the paths, and a Client. The agent (internal/agent) serves it; the
+// rolling deploy (internal/deploy) and the CLI call it.
+//
+// Every request carries "Authorization: Bearer <token>". Requests that change
+// the host also carry the host lease's id in the X-Mythex-Lease header; without
+// the live lease they are refused with 412 and change nothing.
+package agentapi
+
+import "time"
+
+// HeaderLease carries the host lease id on mutating requests.
+const HeaderLease = "X-Mythex-Lease"
+
+// API paths.
+const (
+	PathStatus     = "/v1/status"
+	PathLease      = "/v1/lease"       // POST acquire; PUT renew; DELETE release (id in HeaderLease)
+	PathFleetLease = "/v1/fleet-lease" // same verbs, for the fleet-wide deploy lease
+	PathDefinition = "/v1/definition"  // PUT publish (body: the definition's canonical JSON)
+	PathDrain      = "/v1/drain"       // POST: SIGTERM the named services now, return at once
+	PathStop       = "/v1/stop"        // POST: stop every running service within its grace period
+	PathStart      = "/v1/start"       // POST: start the current definition, wait until running and healthy
+	PathVerify     = "/v1/verify"      // POST: check the named services against the current definition
+	PathRollback   = "/v1/rollback"    // POST: previous definition back to current, running
+	PathMarkGood   = "/v1/mark-good"   // POST: record the current definition as last known good
+	PathMetrics    = "/metrics"
+)
+
+// LeaseRequest asks for (or renews) a lease.
+type LeaseRequest struct {
+	// Holder names who asks, e.g. "deploy v2 by alice@ci". Required to acquire.
+	Holder string `json:"holder,omitempty"`
+	// TTL is a Go duration string ("30s"): the lease lapses this long after
+	// the last acquire or renew.
+	TTL string `json:"ttl"`
+}
+
+// Lease is a time-limited claim on a host or on the fleet.
+type Lease struct {
+	ID       string    `json:"id"`
+	Holder   string    `json:"holder"`
+	Acquired time.Time `json:"acquired"`
+	Expires  time.Time `json:"expires"`
+}
+
+// DefinitionRef names one published definition.
+type DefinitionRef struct {
+	Version string `json:"version"`
+	// Hash is the sha256 (hex) of the definition's canonical encoding.
+	Hash string `json:"hash"`
+}
+
+// Definitions are the definitions a host keeps.
+type Definitions struct {
+	Current  *DefinitionRef `json:"current,omitempty"`
+	Previous *DefinitionRef `json:"previous,omitempty"`
+	LastGood *DefinitionRef `json:"last_good,omitempty"`
+}
+
+// Health of a service as its health check last saw it.
+const (
+	HealthHealthy   = "healthy"
+	HealthUnhealthy = "unhealthy"
+	HealthStarting  = "starting"
+	HealthUnknown   = "unknown"
+)
+
+// ServiceStatus is one service as the runtime sees it.
+type ServiceStatus struct {
+	Name     string `json:"name"`
+	Version  string `json:"version"`
+	SpecHash string `json:"spec_hash"`
+	Running  bool   `json:"running"`
+	// ID is the process id or container id.
+	ID           string     `json:"id,omitempty"`
+	StartedAt    *time.Time `json:"started_at,omitempty"`
+	ExitCode     *int       `json:"exit_code,omitempty"`
+	RestartCount int        `json:"restart_count"`
+	Health       string     `json:"health"`
+	HealthDetail string     `json:"health_detail,omitempty"`
+}
+
+// Status is GET /v1/status.
+type Status struct {
+	Host        string          `json:"host"`
+	Runtime     string          `json:"runtime"`
+	Definitions Definitions     `json:"definitions"`
+	Services    []ServiceStatus `json:"services"`
+	// LockHolder names who holds the host lock now ("" when free): a deploy
+	// lease, the watchdog, the bootstrap, or a recovery.
+	LockHolder string `json:"lock_holder,omitempty"`
+	Lease      *Lease `json:"lease,omitempty"`
+	FleetLease *Lease `json:"fleet_lease,omitempty"`
+	// Watchdog is the watchdog's state, when the agent runs one.
+	Watchdog *WatchdogStatus `json:"watchdog,omitempty"`
+}
+
+// WatchdogStatus is the watchdog's view of the host.
+type WatchdogStatus struct {
+	Enabled     bool             `json:"enabled"`
+	Maintenance *Maintenance     `json:"maintenance,omitempty"`
+	LastRound   *time.Time       `json:"last_round,omitempty"`
+	LastResult  string           `json:"last_result,omitempty"`
+	Services    []WatchedService `json:"services,omitempty"`
+}
+
+// Maintenance pauses healing until Until.
+type Maintenance struct {
+	Reason string    `json:"reason"`
+	Until  time.Time `json:"until"`
+	By     string    `json:"by,omitempty"`
+}
+
+// WatchedService is the watchdog's record of one service.
+type WatchedService struct {
+	Name    string `json:"name"`
+	Strikes int    `json:"strikes"`
+	// State is ok, failing, drifted, healing or crash-looping.
+	State  string `json:"state"`
+	Reason string `json:"reason,omitempty"`
+	// NextHeal is when a crash-looping service may be healed again.
+	NextHeal *time.Time `json:"next_heal,omitempty"`
+}
+
+// ServicesRequest names services for drain and verify; empty means all.
+type ServicesRequest struct {
+	Services []string `json:"services,omitempty"`
+	// Version, for verify: the version every named service must run.
+	Version string `json:"version,omitempty"`
+}
+
+// StopResult is how one service stopped.
+type StopResult struct {
+	Name string `json:"name"`
+	// Killed is true when the service outlived its grace period and got SIGKILL.
+	Killed bool `json:"killed"`
+	// Seconds is how long the stop took.
+	Seconds  float64 `json:"seconds"`
+	ExitCode *int    `json:"exit_code,omitempty"`
+}
+
+// StopReport is POST /v1/stop.
+type StopReport struct {
+	Services []StopResult `json:"services"`
+}
+
+// StartResult is how one service started.
+type StartResult struct {
+	Name string `json:"name"`
+	// Seconds is from start until the service answered its health check.
+	Seconds float64 `json:"seconds"`
+}
+
+// StartReport is POST /v1/start.
+type StartReport struct {
+	Services []StartResult `json:"services"`
+}
+
+// ServiceCheck is the verdict on one service.
+type ServiceCheck struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// VerifyReport is POST /v1/verify: every named service runs the current
+// definition's spec at the wanted version and answers its health check.
+type VerifyReport struct {
+	OK         bool           `json:"ok"`
+	Definition DefinitionRef  `json:"definition"`
+	Services   []ServiceCheck `json:"services"`
+}
+
+// PublishReport is PUT /v1/definition.
+type PublishReport struct {
+	Current DefinitionRef `json:"current"`
+	// Changed is false when the definition was already current.
+	Changed bool `json:"changed"`
+}
+
+// ErrorBody is the JSON body of every non-2xx answer.
+type ErrorBody struct {
+	Error string `json:"error"`
+}

@@ -1,0 +1,341 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mythex/mythex/internal/fleet"
+)
+
+var services = []string{"api", "orchestrator", "gateway", "publish-worker"}
+
+func testConfig(mode string) *fleet.Config {
+	c := fleet.Default()
+	c.LoadBalancer.HealthCheck.Interval = 10 * time.Millisecond
+	c.LoadBalancer.HealthCheck.Timeout = 5 * time.Millisecond
+	c.LoadBalancer.HealthCheck.HealthyThreshold = 2
+	c.Drain.ServePeriod = 20 * time.Millisecond
+	c.Drain.ShutdownTimeout = 10 * time.Millisecond
+	c.Drain.Max = 500 * time.Millisecond
+	c.Deploy.DrainMode = mode
+	c.Deploy.LeaseTTL = time.Second
+	c.Deploy.Verify = services
+	return &c
+}
+
+type fixture struct {
+	agents []*fakeAgent
+	lb     *fakeLB
+	events []Event
+	mu     sync.Mutex
+}
+
+func newFixture(n int) *fixture {
+	f := &fixture{}
+	for i := range n {
+		f.agents = append(f.agents, newFakeAgent("web-"+string(rune('1'+i)), "v1", services))
+	}
+	f.lb = newFakeLB(f.agents...)
+	return f
+}
+
+func (f *fixture) options(cfg *fleet.Config, version string) Options {
+	var hosts []Host
+	for _, a := range f.agents {
+		hosts = append(hosts, Host{Name: a.name, Target: "127.0.0.1:1", Agent: a, Definition: defBytes(version)})
+	}
+	return Options{
+		Config: cfg, Version: version, Hosts: hosts, LB: f.lb, Front: f.lb,
+		Verify: cfg.Deploy.Verify, TargetServices: []string{"gateway"}, Poll: time.Millisecond,
+		Observer: ObserverFunc(func(e Event) {
+			f.mu.Lock()
+			f.events = append(f.events, e)
+			f.mu.Unlock()
+		}),
+	}
+}
+
+func run(t *testing.T, o Options) (Result, error) {
+	t.Helper()
+	d, err := New(o)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return d.Run(ctx)
+}
+
+func TestDeployer_Run_AllHosts(t *testing.T) {
+	for _, mode := range []string{fleet.DrainModeDeregister, fleet.DrainModeHealth, fleet.DrainModeBoth} {
+		t.Run(mode, func(t *testing.T) {
+			f := newFixture(3)
+			res, err := run(t, f.options(testConfig(mode), "v2"))
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if !res.OK || len(res.Hosts) != 3 {
+				t.Fatalf("result = %+v", res)
+			}
+			for _, a := range f.agents {
+				if v, _ := a.snapshot(); v != "v2" {
+					t.Errorf("%s runs %q, want v2", a.name, v)
+				}
+				if a.lease != "" || a.fleet != "" {
+					t.Errorf("%s leases left held: host %q fleet %q", a.name, a.lease, a.fleet)
+				}
+				if string(a.lastGood) != string(defBytes("v2")) {
+					t.Errorf("%s last good not marked", a.name)
+				}
+				if want := []string{"publish", "drain", "stop", "start"}; mode != fleet.DrainModeDeregister && !slices.Equal(a.log, want) {
+					t.Errorf("%s did %v, want %v", a.name, a.log, want)
+				}
+				if slices.Contains(a.log, "STOPPED WHILE IN ROTATION") {
+					t.Errorf("%s was stopped while the LB still routed to it", a.name)
+				}
+			}
+			for _, h := range res.Hosts {
+				var got []Phase
+				for _, p := range h.Phases {
+					got = append(got, p.Phase)
+				}
+				want := []Phase{PhaseLease, PhasePublish, PhaseDrain, PhaseStop, PhaseStart, PhaseHealthy, PhaseVerify, PhaseRelease}
+				if !slices.Equal(got, want) {
+					t.Errorf("%s phases %v, want %v", h.Host, got, want)
+				}
+			}
+			if last := f.events[len(f.events)-1]; last.Phase != PhaseSweep || last.Kind != EventEnd {
+				t.Errorf("last event %+v, want sweep end", last)
+			}
+		})
+	}
+}
+
+func TestDeployer_Run_OneHostAtATime(t *testing.T) {
+	f := newFixture(3)
+	o := f.options(testConfig(fleet.DrainModeBoth), "v2")
+	var mu sync.Mutex
+	active := map[string]bool{}
+	maxActive := 0
+	o.Observer = ObserverFunc(func(e Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case e.Phase == PhaseLease && e.Kind == EventBegin:
+			active[e.Host] = true
+		case e.Phase == PhaseRelease && e.Kind == EventEnd:
+			delete(active, e.Host)
+		}
+		maxActive = max(maxActive, len(active))
+	})
+	if _, err := run(t, o); err != nil {
+		t.Fatal(err)
+	}
+	if maxActive != 1 {
+		t.Errorf("%d hosts deployed at once, want 1 (batch_size 1)", maxActive)
+	}
+
+	f = newFixture(4)
+	cfg := testConfig(fleet.DrainModeBoth)
+	cfg.Deploy.BatchSize = 2
+	o = f.options(cfg, "v2")
+	maxActive = 0
+	o.Observer = ObserverFunc(func(e Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case e.Phase == PhaseLease && e.Kind == EventBegin:
+			active[e.Host] = true
+		case e.Phase == PhaseRelease && e.Kind == EventEnd:
+			delete(active, e.Host)
+		}
+		maxActive = max(maxActive, len(active))
+	})
+	if _, err := run(t, o); err != nil {
+		t.Fatal(err)
+	}
+	if maxActive > 2 {
+		t.Errorf("%d hosts at once, want at most 2", maxActive)
+	}
+}
+
+func TestDeployer_Run_Failures(t *testing.T) {
+	cases := []struct {
+		name       string
+		setup      func(f *fixture, o *Options)
+		wantPhase  Phase
+		wantMsg    string
+		rolledBack bool
+	}{
+		{
+			name:      "new version never starts",
+			setup:     func(f *fixture, _ *Options) { f.agents[1].failStartFor = "v2" },
+			wantPhase: PhaseStart, wantMsg: "exited with code 1", rolledBack: true,
+		},
+		{
+			name:      "new version starts but never healthy",
+			setup:     func(f *fixture, _ *Options) { f.agents[1].unhealthyFor = "v2" },
+			wantPhase: PhaseHealthy, wantMsg: "did not report web-2 healthy", rolledBack: true,
+		},
+		{
+			name:      "LB never drains in-flight requests",
+			setup:     func(f *fixture, _ *Options) { f.lb.stuckInFlight = "web-2" },
+			wantPhase: PhaseDrain, wantMsg: "out of rotation", rolledBack: true,
+		},
+		{
+			name: "host lease lost mid-deploy",
+			setup: func(f *fixture, o *Options) {
+				f.agents[1].loseLeaseOnce = true
+				o.Config.Drain.Max = time.Hour
+				f.lb.stuckInFlight = "web-2"
+			},
+			wantPhase: PhaseDrain, wantMsg: "lost the host lease",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(3)
+			o := f.options(testConfig(fleet.DrainModeBoth), "v2")
+			tc.setup(f, &o)
+			res, err := run(t, o)
+			var se *StepError
+			if !errors.As(err, &se) {
+				t.Fatalf("err = %v, want *StepError", err)
+			}
+			if se.Host != "web-2" || se.Phase != tc.wantPhase || !strings.Contains(err.Error(), tc.wantMsg) {
+				t.Errorf("err = %v; want host web-2 phase %s containing %q", err, tc.wantPhase, tc.wantMsg)
+			}
+			if se.RolledBack != tc.rolledBack {
+				t.Errorf("rolled back = %v (%v), want %v", se.RolledBack, se.RollbackErr, tc.rolledBack)
+			}
+			if res.OK || len(res.Hosts) != 2 {
+				t.Errorf("result ok=%v hosts=%d; want failure after 2 hosts", res.OK, len(res.Hosts))
+			}
+			if v, _ := f.agents[0].snapshot(); v != "v2" {
+				t.Errorf("web-1 runs %q, want v2 (deployed before the failure)", v)
+			}
+			if tc.rolledBack {
+				if v, h := f.agents[1].snapshot(); v != "v1" || !h {
+					t.Errorf("web-2 runs %q healthy=%v, want v1 healthy after rollback", v, h)
+				}
+				if got, want := string(f.agents[1].current), string(defBytes("v1")); got != want {
+					t.Errorf("web-2 current definition %s, want the previous one restored byte for byte %s", got, want)
+				}
+			}
+			if len(f.agents[2].log) != 0 {
+				t.Errorf("web-3 was touched after web-2 failed: %v", f.agents[2].log)
+			}
+			for _, a := range f.agents {
+				if a.fleet != "" {
+					t.Errorf("%s fleet lease left held", a.name)
+				}
+			}
+		})
+	}
+}
+
+func TestDeployer_Run_RefusedBeforeTouchingAnything(t *testing.T) {
+	cases := []struct {
+		name    string
+		setup   func(f *fixture)
+		wantErr error
+	}{
+		{"agent unreachable", func(f *fixture) { f.agents[2].unreachable = true }, ErrPreflight},
+		{"another deploy holds the fleet lease", func(f *fixture) { f.agents[1].fleet = "other deploy" }, ErrInProgress},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(3)
+			tc.setup(f)
+			_, err := run(t, f.options(testConfig(fleet.DrainModeBoth), "v2"))
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			for _, a := range f.agents {
+				if len(a.log) != 0 {
+					t.Errorf("%s was touched: %v", a.name, a.log)
+				}
+				if v, _ := a.snapshot(); v != "v1" {
+					t.Errorf("%s runs %q", a.name, v)
+				}
+			}
+			if tc.wantErr == ErrInProgress && f.agents[0].fleet != "" {
+				t.Errorf("fleet lease taken on web-1 was not given back")
+			}
+		})
+	}
+}
+
+func TestDeployer_Run_ReportsKilledServices(t *testing.T) {
+	f := newFixture(1)
+	f.agents[0].killOnStop = true
+	res, err := run(t, f.options(testConfig(fleet.DrainModeBoth), "v2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Hosts[0].Killed, []string{"gateway"}) {
+		t.Errorf("killed = %v, want [gateway]", res.Hosts[0].Killed)
+	}
+	found := false
+	for _, e := range f.events {
+		if e.Kind == EventNote && strings.Contains(e.Detail, "ignored SIGTERM") {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no event reported the killed service")
+	}
+}
+
+func TestNew_Preflight(t *testing.T) {
+	cases := []struct {
+		name string
+		mod  func(o *Options)
+		want string
+	}{
+		{"no version", func(o *Options) { o.Version = "" }, "--version"},
+		{"no hosts", func(o *Options) { o.Hosts = nil }, "no hosts"},
+		{"host without agent", func(o *Options) { o.Hosts[0].Agent = nil }, "hosts[].agent"},
+		{"no definition", func(o *Options) { o.Hosts[0].Definition = nil }, "no definition"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(1)
+			o := f.options(testConfig(fleet.DrainModeBoth), "v2")
+			tc.mod(&o)
+			_, err := New(o)
+			if !errors.Is(err, ErrPreflight) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New = %v, want ErrPreflight mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLowerBound(t *testing.T) {
+	cfg := fleet.Default()
+	cfg.LoadBalancer.HealthCheck.Interval = 5 * time.Second
+	cfg.LoadBalancer.HealthCheck.HealthyThreshold = 2
+	cfg.LoadBalancer.HealthCheck.UnhealthyThreshold = 2
+	cfg.Drain.ServePeriod = 15 * time.Second
+	cases := []struct {
+		mode string
+		want Bound
+	}{
+		{fleet.DrainModeBoth, Bound{Stop: 15 * time.Second}},
+		{fleet.DrainModeDeregister, Bound{Stop: 15 * time.Second}},
+		{fleet.DrainModeHealth, Bound{Drain: 5 * time.Second, Stop: 10 * time.Second, Healthy: 5 * time.Second}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.mode, func(t *testing.T) {
+			cfg.Deploy.DrainMode = tc.mode
+			if got := LowerBound(&cfg); got != tc.want {
+				t.Errorf("LowerBound = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,76 @@
+package deploy
+
+import (
+	"sync"
+	"time"
+)
+
+// Phase is one step of a host's deploy, in the order they run.
+type Phase string
+
+// The phases of one host, in order; rollback phases follow a failure.
+const (
+	PhaseLease   Phase = "lease"   // take the host lease (and with it the host lock)
+	PhasePublish Phase = "publish" // publish the new definition; current becomes previous
+	PhaseDrain   Phase = "drain"   // take the target out of rotation; wait until the LB reports it out and idle
+	PhaseStop    Phase = "stop"    // stop the old services within their grace period
+	PhaseStart   Phase = "start"   // start the new services; wait until each answers its health check
+	PhaseHealthy Phase = "healthy" // put the target back; wait until the LB reports it healthy
+	PhaseVerify  Phase = "verify"  // verify every listed service via the agent and through the LB
+	PhaseRelease Phase = "release" // mark good, release the lease
+	// PhaseRollback restores the previous definition after a failure.
+	PhaseRollback Phase = "rollback"
+	// PhaseSweep is the final verification of every host.
+	PhaseSweep Phase = "sweep"
+)
+
+// EventKind says what happened to a phase.
+type EventKind string
+
+// Event kinds.
+const (
+	EventBegin EventKind = "begin"
+	EventEnd   EventKind = "end"
+	EventFail  EventKind = "fail"
+	// EventNote is information inside a phase (a killed service, a warning).
+	EventNote EventKind = "note"
+)
+
+// Event is one progress event of a deploy, as streamed by --json.
+type Event struct {
+	At   time.Time `json:"at"`
+	Host string    `json:"host,omitempty"`
+	// Phase is the phase the event belongs to.
+	Phase Phase     `json:"phase"`
+	Kind  EventKind `json:"kind"`
+	// Elapsed is the phase's duration so far (end, fail) in seconds.
+	Elapsed float64 `json:"elapsed_seconds,omitempty"`
+	Detail  string  `json:"detail,omitempty"`
+}
+
+// Observer receives progress events. Calls are serialised by the Deployer; an
+// observer must not block for long.
+type Observer interface {
+	Event(Event)
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(Event)
+
+// Event calls f.
+func (f ObserverFunc) Event(e Event) { f(e) }
+
+// serialObserver serialises calls from concurrent hosts of a batch.
+type serialObserver struct {
+	mu sync.Mutex
+	o  Observer
+}
+
+func (s *serialObserver) Event(e Event) {
+	if s.o == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.o.Event(e)
+}

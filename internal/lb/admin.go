@@ -1,0 +1,106 @@
+package lb
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/mythex/mythex/internal/auth"
+)
+
+// ErrAdminNotLoopback is returned by CheckAdminAddress for an admin address
+// that is not on loopback when remote admin was not allowed.
+var ErrAdminNotLoopback = errors.New("admin address is not on loopback")
+
+// CheckAdminAddress refuses an admin listen address that binds beyond the
+// loopback interface unless allowRemote is set (mythex lb
+// --admin-allow-remote). It returns ErrAdminNotLoopback (wrapped) naming the
+// address and the fix.
+func CheckAdminAddress(addr string, allowRemote bool) error {
+	if allowRemote || auth.IsLoopback(addr) {
+		return nil
+	}
+	return fmt.Errorf("%w: %q; bind it to 127.0.0.1 (load_balancer.admin_listen) or pass --admin-allow-remote", ErrAdminNotLoopback, addr)
+}
+
+// RegisterRequest is the body of POST /v1/targets.
+type RegisterRequest struct {
+	// ID is the target's id (the fleet host's name).
+	ID string `json:"id"`
+	// Address is the target's host:port.
+	Address string `json:"address"`
+}
+
+// TargetList is the body of GET /v1/targets.
+type TargetList struct {
+	Targets []TargetStatus `json:"targets"`
+}
+
+// apiError is the body of every error answer.
+type apiError struct {
+	Error string `json:"error"`
+}
+
+// NewAdmin returns the admin API of CONTRACTS §2, every route behind the bearer
+// token (401 otherwise, and nothing changes):
+//
+//	GET    /v1/targets       → 200 {"targets":[TargetStatus...]}
+//	GET    /v1/targets/{id}  → 200 TargetStatus, 404
+//	POST   /v1/targets       {"id","address"} → 200 TargetStatus (initial), 400, 409
+//	DELETE /v1/targets/{id}  → 200 TargetStatus (draining), 404
+//	GET    /metrics          → Prometheus exposition of m
+//
+// Errors are {"error": "..."}. token must not be empty.
+func NewAdmin(g *TargetGroup, m *Metrics, token string) (http.Handler, error) {
+	if token == "" {
+		return nil, fmt.Errorf("lb admin: %w", auth.ErrNoToken)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/targets", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, TargetList{Targets: g.Targets()})
+	})
+	mux.HandleFunc("GET /v1/targets/{id}", func(w http.ResponseWriter, r *http.Request) {
+		st, err := g.Target(r.PathValue("id"))
+		answer(w, st, err)
+	})
+	mux.HandleFunc("POST /v1/targets", func(w http.ResponseWriter, r *http.Request) {
+		var req RegisterRequest
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			writeJSON(w, http.StatusBadRequest, apiError{Error: fmt.Sprintf(`body must be {"id":"web-1","address":"127.0.0.1:9101"}: %v`, err)})
+			return
+		}
+		st, err := g.Register(req.ID, req.Address)
+		answer(w, st, err)
+	})
+	mux.HandleFunc("DELETE /v1/targets/{id}", func(w http.ResponseWriter, r *http.Request) {
+		st, err := g.Deregister(r.PathValue("id"))
+		answer(w, st, err)
+	})
+	mux.Handle("GET /metrics", m.Handler())
+	return auth.Bearer(token, mux), nil
+}
+
+// answer maps the group's errors to statuses, at this one boundary.
+func answer(w http.ResponseWriter, st TargetStatus, err error) {
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, st)
+	case errors.Is(err, ErrTargetNotFound):
+		writeJSON(w, http.StatusNotFound, apiError{Error: err.Error()})
+	case errors.Is(err, ErrInvalidTarget):
+		writeJSON(w, http.StatusBadRequest, apiError{Error: err.Error()})
+	case errors.Is(err, ErrTargetConflict):
+		writeJSON(w, http.StatusConflict, apiError{Error: err.Error()})
+	default:
+		writeJSON(w, http.StatusServiceUnavailable, apiError{Error: err.Error()})
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

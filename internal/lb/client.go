@@ -1,0 +1,168 @@
+package lb
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// ErrUnauthorized is returned (wrapped) by Client calls the admin API refused
+// for a missing or wrong token (401).
+var ErrUnauthorized = errors.New("lb admin: unauthorized (missing or wrong bearer token)")
+
+// APIError is an error answer of the admin API that has no sentinel of its
+// own. 404, 400 and 409 also match ErrTargetNotFound, ErrInvalidTarget and
+// ErrTargetConflict with errors.Is; 401 matches ErrUnauthorized.
+type APIError struct {
+	// Status is the HTTP status.
+	Status int
+	// Message is the API's error text.
+	Message string
+}
+
+// Error formats the answer.
+func (e *APIError) Error() string {
+	return fmt.Sprintf("lb admin: %d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
+}
+
+// Is matches the sentinel of e's status.
+func (e *APIError) Is(target error) bool {
+	switch e.Status {
+	case http.StatusUnauthorized:
+		return target == ErrUnauthorized
+	case http.StatusNotFound:
+		return target == ErrTargetNotFound
+	case http.StatusBadRequest:
+		return target == ErrInvalidTarget
+	case http.StatusConflict:
+		return target == ErrTargetConflict
+	}
+	return false
+}
+
+// Client talks to the admin API of a mythex lb (CONTRACTS §2). Safe for
+// concurrent use.
+type Client struct {
+	base  string
+	token string
+	hc    *http.Client
+}
+
+// NewClient returns a client for the admin API at baseURL ("http://127.0.0.1:8079";
+// a bare host:port gets http://) with the bearer token. hc nil means a client
+// with a 10s timeout.
+func NewClient(baseURL, token string, hc *http.Client) *Client {
+	if !strings.Contains(baseURL, "://") {
+		baseURL = "http://" + baseURL
+	}
+	if hc == nil {
+		hc = &http.Client{Timeout: 10 * time.Second}
+	}
+	return &Client{base: strings.TrimRight(baseURL, "/"), token: token, hc: hc}
+}
+
+// Targets lists every registered or draining target.
+func (c *Client) Targets(ctx context.Context) ([]TargetStatus, error) {
+	var l TargetList
+	if err := c.do(ctx, http.MethodGet, "/v1/targets", nil, &l); err != nil {
+		return nil, err
+	}
+	return l.Targets, nil
+}
+
+// Target returns one target's status; ErrTargetNotFound (wrapped) once it is
+// not registered nor draining.
+func (c *Client) Target(ctx context.Context, id string) (TargetStatus, error) {
+	var st TargetStatus
+	err := c.do(ctx, http.MethodGet, "/v1/targets/"+url.PathEscape(id), nil, &st)
+	return st, err
+}
+
+// Register registers id at address (state initial); a draining target becomes
+// initial again. Errors match ErrInvalidTarget or ErrTargetConflict.
+func (c *Client) Register(ctx context.Context, id, address string) (TargetStatus, error) {
+	var st TargetStatus
+	err := c.do(ctx, http.MethodPost, "/v1/targets", RegisterRequest{ID: id, Address: address}, &st)
+	return st, err
+}
+
+// Deregister starts draining id. ErrTargetNotFound (wrapped) when it is not
+// known; a caller that only wants it gone may treat that as done (an ALB's
+// DeregisterTargets succeeds for unknown targets).
+func (c *Client) Deregister(ctx context.Context, id string) (TargetStatus, error) {
+	var st TargetStatus
+	err := c.do(ctx, http.MethodDelete, "/v1/targets/"+url.PathEscape(id), nil, &st)
+	return st, err
+}
+
+// WaitOutOfRotation polls target id every poll until the LB routes no new
+// request to it and none is in flight (in_rotation false and in_flight 0, or
+// the target gone): the drain handshake's condition. It returns ctx's error
+// when ctx ends first, or the first error other than ErrTargetNotFound.
+func (c *Client) WaitOutOfRotation(ctx context.Context, id string, poll time.Duration) error {
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		st, err := c.Target(ctx, id)
+		switch {
+		case errors.Is(err, ErrTargetNotFound):
+			return nil
+		case err != nil:
+			return err
+		case !st.InRotation && st.InFlight == 0:
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("target %s still in rotation or with requests in flight: %w", id, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("lb admin: %w", err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return fmt.Errorf("lb admin: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("lb admin %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return fmt.Errorf("lb admin %s %s: %w", method, path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e apiError
+		msg := strings.TrimSpace(string(b))
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			msg = e.Error
+		}
+		return fmt.Errorf("%s %s: %w", method, path, &APIError{Status: resp.StatusCode, Message: msg})
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("lb admin %s %s: decode answer: %w", method, path, err)
+	}
+	return nil
+}
