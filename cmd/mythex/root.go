@@ -66,6 +66,7 @@ measures a deploy by the requests that reached nothing.`,
 		newLBCmd(),
 		newAgentCmd(),
 		newDeployCmd(),
+		newImageCmd(),
 	)
 	return root
 }
