@@ -73,6 +73,9 @@ func randomHex(n int) string {
 // no engine is reachable.
 func engine(t *testing.T) *client.Client {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("docker: -short skips the tests that need an engine")
+	}
 	engOne.Do(func() { engCli, engErr = Connect(context.Background(), "") })
 	if engErr != nil {
 		t.Skipf("docker: %v", engErr)
