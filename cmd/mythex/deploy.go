@@ -9,15 +9,11 @@ import (
 	"os"
 	"strings"
 
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
-	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/auth"
-	"github.com/mythex/mythex/internal/definition"
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/fleet"
-	"github.com/mythex/mythex/internal/lb"
 	"github.com/mythex/mythex/internal/termui"
 	"github.com/mythex/mythex/internal/timing"
 )
@@ -103,12 +99,6 @@ func deployExit(res deploy.Result, err error) error {
 // runDeploy resolves the definition for every host and runs the rolling
 // deploy, writing progress to out and warnings to errOut.
 func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOut io.Writer) (deploy.Result, error) {
-	if cfg.LoadBalancer.Kind != fleet.KindEmbedded {
-		return deploy.Result{}, usagef("load_balancer.kind %q: deploy drives the embedded load balancer (mythex lb) only for now; its admin API is what proves a target out of rotation", cfg.LoadBalancer.Kind)
-	}
-	if len(cfg.Hosts) == 0 {
-		return deploy.Result{}, usagef("%s has no hosts", cfg.Path)
-	}
 	agentToken, err := auth.LoadToken(f.agentTokenFile, agentTokenEnv)
 	if err != nil {
 		return deploy.Result{}, usagef("agent token: %v", err)
@@ -123,20 +113,9 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 			fmt.Fprintf(errOut, "warning: timing invariant %s fails: %s (see mythex check -f %s)\n", r.Name, r.Formula, cfg.Path)
 		}
 	}
-	var hosts []deploy.Host
-	for _, h := range cfg.Hosts {
-		if h.Agent == "" {
-			return deploy.Result{}, usagef("%s: hosts[%s].agent is not set: deploy needs every host's agent address", cfg.Path, h.Name)
-		}
-		d, err := definition.ForHost(ctx, cfg, h.Name, f.version)
-		if err != nil {
-			return deploy.Result{}, err
-		}
-		b, err := d.Encode()
-		if err != nil {
-			return deploy.Result{}, err
-		}
-		hosts = append(hosts, deploy.Host{Name: h.Name, Target: h.Target, Agent: agentapi.NewClient(h.Agent, agentToken, nil), Definition: b})
+	o, err := deploy.ForFleet(ctx, cfg, f.version, agentToken, lbToken)
+	if err != nil {
+		return deploy.Result{}, err
 	}
 	holder := f.holder
 	if holder == "" {
@@ -150,17 +129,8 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 		mode = termui.TTY
 	}
 	r := termui.NewDeployRenderer(out, mode)
-	d, err := deploy.New(deploy.Options{
-		Config:         &cfg.Config,
-		Version:        f.version,
-		Holder:         holder,
-		Hosts:          hosts,
-		LB:             deploy.EmbeddedLB{Client: lb.NewClient(adminURL(cfg.LoadBalancer.AdminListen), lbToken, nil)},
-		Front:          &deploy.HTTPFront{URL: "http://" + cfg.LoadBalancer.Listen + "/"},
-		Verify:         cfg.Deploy.Verify,
-		TargetServices: f.targetServices,
-		Observer:       r,
-	})
+	o.Holder, o.TargetServices, o.Observer = holder, f.targetServices, r
+	d, err := deploy.New(o)
 	if err != nil {
 		r.Close()
 		return deploy.Result{}, err
@@ -174,11 +144,6 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 		printDeploySummary(out, res, err)
 	}
 	return res, err
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && isatty.IsTerminal(f.Fd())
 }
 
 // printDeploySummary prints each host's time against the analytic lower bound.

@@ -67,6 +67,8 @@ measures a deploy by the requests that reached nothing.`,
 		newAgentCmd(),
 		newDeployCmd(),
 		newImageCmd(),
+		newDemoCmd(),
+		newMeasureCmd(),
 	)
 	return root
 }

@@ -271,6 +271,28 @@ func TestDeployer_Run_RefusedBeforeTouchingAnything(t *testing.T) {
 	}
 }
 
+func TestDeployer_Run_FirstRolloutHasNothingToDrain(t *testing.T) {
+	f := newFixture(2)
+	for _, a := range f.agents {
+		a.running, a.current, a.lastGood = "", nil, nil
+	}
+	// Fail-open keeps the empty targets in rotation; waiting on them would
+	// never end.
+	f.lb.stuckInFlight = "web-1"
+	res, err := run(t, f.options(testConfig(fleet.DrainModeHealth), "v1"))
+	if err != nil {
+		t.Fatalf("first rollout: %v", err)
+	}
+	for _, h := range res.Hosts {
+		if !h.OK {
+			t.Errorf("%s: %+v", h.Host, h)
+		}
+	}
+	if v, _ := f.agents[0].snapshot(); v != "v1" {
+		t.Errorf("web-1 runs %q", v)
+	}
+}
+
 func TestDeployer_Run_ReportsKilledServices(t *testing.T) {
 	f := newFixture(1)
 	f.agents[0].killOnStop = true

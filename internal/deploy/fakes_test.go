@@ -76,7 +76,11 @@ func (a *fakeAgent) Status(context.Context) (agentapi.Status, error) {
 	if a.unreachable {
 		return agentapi.Status{}, fmt.Errorf("%w: connection refused", agentapi.ErrUnreachable)
 	}
-	return agentapi.Status{Host: a.name, Definitions: agentapi.Definitions{Current: a.ref(a.current), Previous: a.ref(a.previous), LastGood: a.ref(a.lastGood)}}, nil
+	st := agentapi.Status{Host: a.name, Definitions: agentapi.Definitions{Current: a.ref(a.current), Previous: a.ref(a.previous), LastGood: a.ref(a.lastGood)}}
+	for _, s := range a.services {
+		st.Services = append(st.Services, agentapi.ServiceStatus{Name: s, Version: a.running, Running: a.running != ""})
+	}
+	return st, nil
 }
 
 func (a *fakeAgent) AcquireLease(_ context.Context, fleet bool, holder string, _ time.Duration) (agentapi.Lease, error) {

@@ -155,6 +155,11 @@ func (r *hostRun) publish(ctx context.Context) (string, error) {
 func (r *hostRun) drain(ctx context.Context) (string, error) {
 	cfg := r.d.o.Config
 	mode := cfg.Deploy.DrainMode
+	if st, err := r.h.Agent.Status(ctx); err == nil && !anyRunning(st) {
+		// A first rollout: nothing serves here, so nothing can be dropped;
+		// fail-open may still list the empty target in rotation.
+		return "nothing running on the host: nothing to drain", nil
+	}
 	if mode == fleet.DrainModeDeregister || mode == fleet.DrainModeBoth {
 		if err := r.d.o.LB.Deregister(ctx, r.h.Name); err != nil {
 			return "", fmt.Errorf("deregister from load balancer: %w", err)
@@ -332,4 +337,13 @@ func short(hash string) string {
 		return hash[:12]
 	}
 	return hash
+}
+
+func anyRunning(st agentapi.Status) bool {
+	for _, s := range st.Services {
+		if s.Running {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# bench/probe.sh — can mythex measure hold an open-loop schedule at 5,000 req/s
+# on this machine, and does its memory stay flat over the run?
+#
+# Builds mythex and bench/probe-backend (a small Go HTTP backend), runs
+#   mythex measure --url http://BACKEND/ --rate $RATE --duration $DURATION
+# against it, samples the prober's RSS every second, and prints the late-send
+# percentage, RSS over time and the load average before and after (the machine
+# is shared: numbers from a busy machine say more about the machine).
+#
+# Usage: bench/probe.sh [extra mythex measure flags]
+# Env:   RATE (default 5000), DURATION (default 20s)
+# Linux only (reads /proc). Needs only Go and bash.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+RATE=${RATE:-5000}
+DURATION=${DURATION:-20s}
+
+tmp=$(mktemp -d)
+backend_pid=
+cleanup() {
+	if [[ -n $backend_pid ]]; then kill "$backend_pid" 2>/dev/null || true; fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+echo "== build"
+go build -o "$tmp/mythex" ./cmd/mythex
+go build -o "$tmp/backend" ./bench/probe-backend
+
+"$tmp/backend" -listen 127.0.0.1:0 >"$tmp/backend.out" 2>&1 &
+backend_pid=$!
+for _ in $(seq 100); do
+	[[ -s $tmp/backend.out ]] && break
+	sleep 0.05
+done
+addr=$(head -n1 "$tmp/backend.out")
+[[ -n $addr ]] || { echo "backend did not start" >&2; exit 1; }
+
+echo "== machine: $(nproc) cores; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== mythex measure --url http://$addr/ --rate $RATE --duration $DURATION $*"
+code=0
+"$tmp/mythex" measure --url "http://$addr/" --rate "$RATE" --duration "$DURATION" --quiet "$@" \
+	>"$tmp/summary" 2>"$tmp/stderr" &
+pid=$!
+# cpu_ticks PID: user+system CPU time of PID so far, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || true; }
+hz=$(getconf CLK_TCK)
+backend_ticks0=$(cpu_ticks "$backend_pid")
+t=0
+rss_first=
+rss_last=
+ticks=
+while kill -0 "$pid" 2>/dev/null; do
+	rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
+	now_ticks=$(cpu_ticks "$pid")
+	if [[ -n $rss ]]; then
+		echo "  t=${t}s rss=${rss} kB"
+		[[ -n $rss_first || $t -lt 2 ]] || rss_first=$rss
+		rss_last=$rss
+	fi
+	[[ -z $now_ticks ]] || ticks=$now_ticks
+	sleep 1
+	t=$((t + 1))
+done
+wait "$pid" || code=$?
+backend_ticks=$(( $(cpu_ticks "$backend_pid") - backend_ticks0 ))
+
+echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== mythex measure summary (exit $code)"
+cat "$tmp/summary"
+grep -v '^measuring ' "$tmp/stderr" || true
+
+requests=$(awk '$1 == "requests" {print $2}' "$tmp/summary")
+late=$(awk '$1 == "late" && $2 == "sends" {print $3}' "$tmp/summary")
+echo "== result"
+echo "  requests sent:  $requests (scheduled $RATE/s for $DURATION)"
+if [[ -n $requests && $requests -gt 0 ]]; then
+	awk -v l="$late" -v r="$requests" 'BEGIN { printf "  late sends:     %d (%.3f%%; target < 1%%)\n", l, 100 * l / r }'
+fi
+echo "  RSS:            ${rss_first:-?} kB at 2 s -> ${rss_last:-?} kB at the end"
+awk -v p="${ticks:-0}" -v b="$backend_ticks" -v hz="$hz" -v t="$t" 'BEGIN {
+	printf "  CPU:            prober %.1f s, backend %.1f s over ~%d s (%.0f%% and %.0f%% of one core)\n", p / hz, b / hz, t, 100 * p / hz / t, 100 * b / hz / t }'
+exit "$code"

@@ -1,0 +1,341 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mythex/mythex/internal/probe"
+	"github.com/mythex/mythex/internal/wire"
+)
+
+// TestMeasureHelperProcess is not a test: run as a child process (with
+// MYTHEX_MEASURE_HELPER=1) it plays the role named after "--":
+//
+//	mythex ARGS...        the mythex CLI: exits with run(ARGS)'s code
+//	exit CODE [SLEEP]     a command: prints a line to stdout and stderr, waits, exits CODE
+func TestMeasureHelperProcess(t *testing.T) {
+	if os.Getenv("MYTHEX_MEASURE_HELPER") != "1" {
+		t.Skip("helper process only")
+	}
+	args := os.Args
+	for i, a := range args {
+		if a == "--" {
+			args = args[i+1:]
+			break
+		}
+	}
+	switch args[0] {
+	case "mythex":
+		os.Exit(run(args[1:]))
+	case "exit":
+		code, _ := strconv.Atoi(args[1])
+		fmt.Println("helper stdout line")
+		fmt.Fprintln(os.Stderr, "helper stderr line")
+		if len(args) > 2 {
+			d, _ := time.ParseDuration(args[2])
+			time.Sleep(d) // the helper's own run time, not synchronisation
+		}
+		os.Exit(code)
+	}
+	os.Exit(99)
+}
+
+// helperArgv is the argv of a helper command role.
+func helperArgv(role ...string) []string {
+	return append([]string{os.Args[0], "-test.run=^TestMeasureHelperProcess$", "--"}, role...)
+}
+
+type cliResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// runMythex runs the mythex CLI as a real process (the test binary in
+// helper mode) and returns its exit code and output.
+func runMythex(t *testing.T, args ...string) cliResult {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestMeasureHelperProcess$", "--", "mythex"}, args...)...)
+	cmd.Env = append(os.Environ(), "MYTHEX_MEASURE_HELPER=1", "NO_COLOR=1")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	res := cliResult{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		res.code = ee.ExitCode()
+	default:
+		t.Fatalf("run mythex: %v", err)
+	}
+	return res
+}
+
+// measureJSON is the part of mythex measure --json that tests read.
+type measureJSON struct {
+	Requests       int64              `json:"requests"`
+	ReachedNothing int64              `json:"reached_nothing"`
+	AppErrors      int64              `json:"app_errors"`
+	DrainSignals   int64              `json:"drain_signals"`
+	OK             int64              `json:"ok"`
+	ProbeErrors    int64              `json:"probe_errors"`
+	Latency        map[string]float64 `json:"latency_ms"`
+	Command        *struct {
+		Argv     []string `json:"argv"`
+		ExitCode int      `json:"exit_code"`
+		Error    string   `json:"error"`
+	} `json:"command"`
+	Buckets []struct {
+		Second         int              `json:"second"`
+		OK             int64            `json:"ok"`
+		ReachedNothing int64            `json:"reached_nothing"`
+		AppErrors      int64            `json:"app_errors"`
+		DrainSignals   int64            `json:"drain_signals"`
+		Versions       map[string]int64 `json:"versions"`
+		Hosts          map[string]int64 `json:"hosts"`
+	} `json:"buckets"`
+}
+
+func decodeReport(t *testing.T, r cliResult) measureJSON {
+	t.Helper()
+	var m measureJSON
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(r.stdout), &raw); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\nstdout:\n%s\nstderr:\n%s", err, r.stdout, r.stderr)
+	}
+	for _, k := range []string{"requests", "reached_nothing", "app_errors", "drain_signals", "ok", "late_sends", "probe_errors", "latency_ms", "command", "buckets"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("JSON report lacks %q", k)
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func appServer(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(wire.HeaderVersion, "v1")
+		w.Header().Set(wire.HeaderHost, "web-1")
+		_, _ = w.Write([]byte("ok\n"))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/"
+}
+
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := "http://" + ln.Addr().String() + "/"
+	ln.Close()
+	return u
+}
+
+// TestMeasureCmd_Command runs mythex measure -- COMMAND as real processes.
+func TestMeasureCmd_Command(t *testing.T) {
+	url := appServer(t)
+	t.Run("command succeeds: exit 0, command output kept off the JSON", func(t *testing.T) {
+		t.Parallel()
+		r := runMythex(t, append([]string{"measure", "--url", url, "--rate", "50", "--tail", "200ms", "--json", "--"}, helperArgv("exit", "0", "300ms")...)...)
+		if r.code != 0 {
+			t.Fatalf("exit %d, want 0\nstderr:\n%s", r.code, r.stderr)
+		}
+		m := decodeReport(t, r)
+		if m.Command == nil || m.Command.ExitCode != 0 || m.Command.Error != "" || m.Command.Argv[0] != os.Args[0] {
+			t.Errorf("command = %+v", m.Command)
+		}
+		// 0.3 s of command and 0.2 s of tail at 50/s: about 25 requests.
+		if m.Requests < 10 || m.Requests > 250 || m.OK != m.Requests {
+			t.Errorf("requests %d ok %d, want ~25 all ok", m.Requests, m.OK)
+		}
+		if !strings.Contains(r.stderr, "helper stdout line") || !strings.Contains(r.stderr, "helper stderr line") {
+			t.Errorf("command output did not pass through to stderr:\n%s", r.stderr)
+		}
+		if len(m.Buckets) == 0 || m.Buckets[0].Versions["v1"] == 0 || m.Buckets[0].Hosts["web-1"] == 0 {
+			t.Errorf("buckets %+v lack versions/hosts", m.Buckets)
+		}
+	})
+	t.Run("command fails: exit 1 naming the command", func(t *testing.T) {
+		t.Parallel()
+		r := runMythex(t, append([]string{"measure", "--url", url, "--rate", "20", "--tail", "0s", "--json", "--"}, helperArgv("exit", "3")...)...)
+		if r.code != 1 {
+			t.Fatalf("exit %d, want 1\nstderr:\n%s", r.code, r.stderr)
+		}
+		m := decodeReport(t, r)
+		if m.Command == nil || m.Command.ExitCode != 3 || m.Command.Error != "exit status 3" {
+			t.Errorf("command = %+v", m.Command)
+		}
+		if !strings.Contains(r.stderr, "failed: exit status 3") {
+			t.Errorf("stderr does not say the command failed:\n%s", r.stderr)
+		}
+	})
+	t.Run("human output: command stdout passes through, timeline and summary", func(t *testing.T) {
+		t.Parallel()
+		r := runMythex(t, append([]string{"measure", "--url", url, "--rate", "20", "--tail", "1100ms", "--"}, helperArgv("exit", "0")...)...)
+		if r.code != 0 {
+			t.Fatalf("exit %d\nstderr:\n%s", r.code, r.stderr)
+		}
+		for _, want := range []string{"helper stdout line", "reached nothing", "latency ms", "exit 0 after", "PASS: 0 of"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+			}
+		}
+		if !strings.Contains(r.stderr, "second    sent") || !strings.Contains(r.stderr, "v1=20 | web-1=20") {
+			t.Errorf("stderr lacks the timeline:\n%s", r.stderr)
+		}
+		if strings.Contains(r.stderr+r.stdout, "\x1b[") {
+			t.Error("ANSI colors in non-terminal output")
+		}
+	})
+}
+
+// TestMeasureCmd_ExitCodes checks the gate on requests that reached nothing
+// and incomplete measurements, end to end.
+func TestMeasureCmd_ExitCodes(t *testing.T) {
+	dead := closedPort(t)
+	lb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			w.WriteHeader(http.StatusServiceUnavailable) // draining
+			return
+		}
+		w.Header().Set(wire.HeaderLB, wire.ReasonNoTargets)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(lb.Close)
+	cases := []struct {
+		name  string
+		args  []string
+		code  int
+		check func(m measureJSON) bool
+	}{
+		{"refused target: every request reached nothing", []string{"--url", dead}, 1,
+			func(m measureJSON) bool { return m.Requests == 20 && m.ReachedNothing == 20 }},
+		{"refused target within --max-dropped", []string{"--url", dead, "--max-dropped", "20"}, 0,
+			func(m measureJSON) bool { return m.ReachedNothing == 20 }},
+		{"LB with no targets: 503 marked by the LB reached nothing", []string{"--url", lb.URL + "/"}, 1,
+			func(m measureJSON) bool { return m.ReachedNothing == 20 && m.AppErrors == 0 }},
+		{"health path 503s are drain signals", []string{"--url", lb.URL + "/healthz"}, 0,
+			func(m measureJSON) bool { return m.DrainSignals == 20 && m.ReachedNothing == 0 }},
+		{"unresolvable host: probe errors, incomplete", []string{"--url", "http://mythex-measure-test.invalid/"}, 3,
+			func(m measureJSON) bool { return m.ProbeErrors == 20 && m.ReachedNothing == 0 }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := runMythex(t, append([]string{"measure", "--rate", "20", "--duration", "1s", "--json", "--quiet"}, tc.args...)...)
+			if r.code != tc.code {
+				t.Fatalf("exit %d, want %d\nstderr:\n%s", r.code, tc.code, r.stderr)
+			}
+			if m := decodeReport(t, r); !tc.check(m) {
+				t.Errorf("report %+v", m)
+			}
+		})
+	}
+}
+
+// TestMeasureCmd_BadInput: bad input exits 2 before anything is probed.
+func TestMeasureCmd_BadInput(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no url", []string{"measure"}, "--url is required"},
+		{"bad scheme", []string{"measure", "--url", "ftp://x/"}, "scheme must be http or https"},
+		{"zero rate", []string{"measure", "--url", "http://127.0.0.1:1/", "--rate", "0"}, "--rate: 0 requests per second: must be > 0"},
+		{"negative in-flight bound", []string{"measure", "--url", "http://127.0.0.1:1/", "--max-in-flight", "-3"}, "--max-in-flight: -3 is negative"},
+		{"rate not a number", []string{"measure", "--url", "http://127.0.0.1:1/", "--rate", "fast"}, "invalid argument"},
+		{"negative max-dropped", []string{"measure", "--url", "http://127.0.0.1:1/", "--max-dropped", "-1"}, "--max-dropped"},
+		{"duration with a command", []string{"measure", "--url", "http://127.0.0.1:1/", "--duration", "5s", "--", "true"}, "--duration applies only without a command"},
+		{"tail without a command", []string{"measure", "--url", "http://127.0.0.1:1/", "--tail", "5s"}, "--tail applies only with"},
+		{"argument without --", []string{"measure", "--url", "http://127.0.0.1:1/", "deploy"}, "after --"},
+		{"command not found", []string{"measure", "--url", "http://127.0.0.1:1/", "--", "mythex-no-such-command"}, "mythex-no-such-command"},
+		{"zero duration", []string{"measure", "--url", "http://127.0.0.1:1/", "--duration", "0s"}, "--duration"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := runMythex(t, tc.args...)
+			if r.code != 2 {
+				t.Fatalf("exit %d, want 2\nstderr:\n%s", r.code, r.stderr)
+			}
+			if !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("stderr does not mention %q:\n%s", tc.want, r.stderr)
+			}
+			if strings.Contains(r.stderr, "measuring GET") {
+				t.Errorf("probing started despite bad input:\n%s", r.stderr)
+			}
+		})
+	}
+}
+
+func TestMeasureVerdict(t *testing.T) {
+	failed := &probe.CommandResult{Argv: []string{"deploy"}, ExitCode: 3, Error: "exit status 3"}
+	okCmd := &probe.CommandResult{Argv: []string{"deploy"}}
+	cases := []struct {
+		name        string
+		r           probe.Report
+		maxDropped  int64
+		interrupted bool
+		code        int
+		msg         string
+	}{
+		{"clean", probe.Report{Requests: 100, OK: 100}, 0, false, exitOK, "0 of 100 requests reached nothing"},
+		{"one dropped, none allowed", probe.Report{Requests: 100, OK: 99, ReachedNothing: 1}, 0, false, exitFailed, "1 of 100 requests reached nothing (allowed 0)"},
+		{"dropped within allowance", probe.Report{Requests: 100, ReachedNothing: 5}, 5, false, exitOK, "5 of 100"},
+		{"app errors and drain signals do not fail", probe.Report{Requests: 100, AppErrors: 10, DrainSignals: 10}, 0, false, exitOK, "0 of 100"},
+		{"command failed", probe.Report{Requests: 100, Command: failed}, 0, false, exitFailed, "command deploy failed: exit status 3"},
+		{"command killed", probe.Report{Requests: 100, Command: &probe.CommandResult{Argv: []string{"deploy"}, ExitCode: -1, Error: "signal: killed"}}, 0, false, exitFailed, "signal: killed"},
+		{"both failures are named", probe.Report{Requests: 100, ReachedNothing: 2, Command: failed}, 0, false, exitFailed, "2 of 100 requests reached nothing (allowed 0); command deploy failed"},
+		{"command ok", probe.Report{Requests: 100, Command: okCmd}, 0, false, exitOK, "0 of 100"},
+		{"probe errors: incomplete", probe.Report{Requests: 100, ProbeErrors: 3}, 0, false, exitUnknown, "3 probe errors"},
+		{"unsent: incomplete", probe.Report{Requests: 100, Unsent: 4, MaxInFlight: 16}, 0, false, exitUnknown, "4 requests not sent: 16 were in flight"},
+		{"interrupted", probe.Report{Requests: 100, Elapsed: 1500 * time.Millisecond}, 0, true, exitUnknown, "interrupted after 1.5s"},
+		{"dropped beats incomplete", probe.Report{Requests: 100, ReachedNothing: 1, ProbeErrors: 3}, 0, true, exitFailed, "1 of 100"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := measureVerdict(&tc.r, tc.maxDropped, tc.interrupted)
+			if v.code != tc.code || !strings.Contains(v.message, tc.msg) {
+				t.Errorf("verdict = %d %q, want %d containing %q", v.code, v.message, tc.code, tc.msg)
+			}
+		})
+	}
+}
+
+// TestRunMeasure_InProcess runs the command in-process with buffers for its
+// streams (the race detector watches the timeline and the command's output
+// writing at once).
+func TestRunMeasure_InProcess(t *testing.T) {
+	t.Setenv("MYTHEX_MEASURE_HELPER", "1") // for the command, a helper process
+	url := appServer(t)
+	var out, errb bytes.Buffer
+	o := measureOptions{url: url, rate: 50, timeout: 2 * time.Second, tail: 1100 * time.Millisecond,
+		lateTolerance: time.Millisecond, healthPath: "/healthz"}
+	err := runMeasure(t.Context(), o, helperArgv("exit", "0", "200ms"), measureIO{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, tailChanged: true})
+	if err != nil {
+		t.Fatalf("runMeasure: %v\nstderr:\n%s", err, errb.String())
+	}
+	if !strings.Contains(out.String(), "helper stdout line") || !strings.Contains(out.String(), "PASS: 0 of") {
+		t.Errorf("stdout:\n%s", out.String())
+	}
+	if !strings.Contains(errb.String(), "helper stderr line") || !strings.Contains(errb.String(), "v1=50 | web-1=50") {
+		t.Errorf("stderr:\n%s", errb.String())
+	}
+}

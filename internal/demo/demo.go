@@ -1,0 +1,331 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mythex/mythex/examples/seed"
+	"github.com/mythex/mythex/internal/deploy"
+	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/probe"
+	"github.com/mythex/mythex/internal/termui"
+)
+
+// Profiles: which of the write-up's fleets the demo runs.
+const (
+	// ProfileAfter is examples/seed/after.yml: the fixed numbers (check
+	// every 5s, 2 failures, drain 15s) and a deregister-and-flip drain.
+	ProfileAfter = "after"
+	// ProfileBefore is examples/seed/before.yml: the broken numbers (check
+	// every 30s, drain 5s, health flip only). Requests reach nothing.
+	ProfileBefore = "before"
+)
+
+// DefaultTimeScale is the time scale of each profile that ends the demo in
+// well under a minute on a laptop.
+var DefaultTimeScale = map[string]float64{ProfileAfter: 0.2, ProfileBefore: 0.05}
+
+// Options configure a demo run.
+type Options struct {
+	// Profile is ProfileAfter (default) or ProfileBefore.
+	Profile string
+	// TimeScale multiplies every duration of the profile (0.2: a 15s drain
+	// lasts 3s). Default DefaultTimeScale[Profile].
+	TimeScale float64
+	// Hosts is the number of hosts. Default 3.
+	Hosts int
+	// Rate is the prober's load in requests per second. Default 200.
+	Rate float64
+	// Deploys is the number of deploys under load after the first rollout.
+	// Default 1.
+	Deploys int
+	// Exe is the mythex binary. Default: os.Executable().
+	Exe string
+	// Dir is where the fleet writes; default a new temporary directory,
+	// removed at the end unless Keep.
+	Dir string
+	// Keep leaves Dir behind (logs, state) for inspection.
+	Keep bool
+	// Out receives progress for people; nil for none.
+	Out io.Writer
+	// Mode is how deploy progress is drawn on Out.
+	Mode termui.Mode
+	// Logger receives the load balancer's state changes. Default: discarded.
+	Logger *slog.Logger
+}
+
+// VersionSpan is a stretch of the run in which the same versions answered.
+type VersionSpan struct {
+	FromSecond int      `json:"from_second"`
+	ToSecond   int      `json:"to_second"`
+	Versions   []string `json:"versions"`
+}
+
+// ProbeSummary is what the load saw during one deploy.
+type ProbeSummary struct {
+	Requests       int64   `json:"requests"`
+	ReachedNothing int64   `json:"reached_nothing"`
+	AppErrors      int64   `json:"app_errors"`
+	DrainSignals   int64   `json:"drain_signals"`
+	OK             int64   `json:"ok"`
+	LateSends      int64   `json:"late_sends"`
+	Unsent         int64   `json:"unsent"`
+	P99Millis      float64 `json:"p99_ms"`
+	MaxMillis      float64 `json:"max_ms"`
+}
+
+// DeployReport is one deploy under load.
+type DeployReport struct {
+	From     string              `json:"from"`
+	Version  string              `json:"version"`
+	OK       bool                `json:"ok"`
+	Error    string              `json:"error,omitempty"`
+	Seconds  float64             `json:"seconds"`
+	Hosts    []deploy.HostResult `json:"hosts"`
+	Bound    deploy.Bound        `json:"bound"`
+	Probe    ProbeSummary        `json:"probe"`
+	Versions []VersionSpan       `json:"versions"`
+}
+
+// Summary is the whole demo, as `mythex demo --json` prints it.
+type Summary struct {
+	Profile        string         `json:"profile"`
+	TimeScale      float64        `json:"time_scale"`
+	Hosts          int            `json:"hosts"`
+	Rate           float64        `json:"rate"`
+	Requests       int64          `json:"requests"`
+	ReachedNothing int64          `json:"reached_nothing"`
+	AppErrors      int64          `json:"app_errors"`
+	DrainSignals   int64          `json:"drain_signals"`
+	Deploys        []DeployReport `json:"deploys"`
+	Dir            string         `json:"dir,omitempty"`
+}
+
+// OK reports whether every deploy succeeded and no request reached nothing.
+func (s Summary) OK() bool {
+	for _, d := range s.Deploys {
+		if !d.OK {
+			return false
+		}
+	}
+	return len(s.Deploys) > 0 && s.ReachedNothing == 0
+}
+
+// ProfileConfig returns the profile's fleet config, scaled by scale.
+func ProfileConfig(profile string, scale float64) (fleet.Config, error) {
+	var src []byte
+	switch profile {
+	case ProfileAfter, "":
+		src = seed.After
+	case ProfileBefore:
+		src = seed.Before
+	default:
+		return fleet.Config{}, fmt.Errorf("%w: unknown profile %q; use after or before", fleet.ErrInvalid, profile)
+	}
+	l, err := fleet.Parse("examples/seed/"+profile+".yml", src)
+	if err != nil {
+		return fleet.Config{}, err
+	}
+	if scale <= 0 || scale > 10 {
+		return fleet.Config{}, fmt.Errorf("%w: time scale %v must be more than 0 and at most 10", fleet.ErrInvalid, scale)
+	}
+	return l.Config.Scaled(scale), nil
+}
+
+// Run runs the demo: it starts the fleet, rolls out v1, then deploys v2 (and
+// more with Deploys) under the prober's load, and reports. Ctrl-C (ctx) stops
+// it and every process it started. The error is for a demo that could not
+// run; deploy failures and dropped requests are in the Summary.
+func Run(ctx context.Context, o Options) (sum Summary, err error) {
+	if o.Profile == "" {
+		o.Profile = ProfileAfter
+	}
+	if o.TimeScale == 0 {
+		o.TimeScale = DefaultTimeScale[o.Profile]
+	}
+	if o.Hosts == 0 {
+		o.Hosts = 3
+	}
+	if o.Rate == 0 {
+		o.Rate = 200
+	}
+	if o.Deploys == 0 {
+		o.Deploys = 1
+	}
+	out := o.Out
+	if out == nil {
+		out = io.Discard
+	}
+	cfg, err := ProfileConfig(o.Profile, o.TimeScale)
+	if err != nil {
+		return sum, err
+	}
+	if o.Hosts < 1 || o.Hosts > 20 {
+		return sum, fmt.Errorf("%w: --hosts %d must be between 1 and 20", fleet.ErrInvalid, o.Hosts)
+	}
+	if o.Rate <= 0 || o.Rate > 20000 {
+		return sum, fmt.Errorf("%w: --rate %v must be more than 0 and at most 20000", fleet.ErrInvalid, o.Rate)
+	}
+	if o.Exe == "" {
+		if o.Exe, err = os.Executable(); err != nil {
+			return sum, err
+		}
+	}
+	if o.Dir == "" {
+		if o.Dir, err = os.MkdirTemp("", "mythex-demo-"); err != nil {
+			return sum, err
+		}
+		if !o.Keep {
+			defer os.RemoveAll(o.Dir)
+		}
+	}
+	sum = Summary{Profile: o.Profile, TimeScale: o.TimeScale, Hosts: o.Hosts, Rate: o.Rate}
+	if o.Keep {
+		sum.Dir = o.Dir
+	}
+	fmt.Fprintf(out, "mythex demo: profile %s (%s), time scale %g, %d hosts × 4 services, %g req/s\n",
+		o.Profile, profileWords(o.Profile), o.TimeScale, o.Hosts, o.Rate)
+	hc := cfg.LoadBalancer.HealthCheck
+	fmt.Fprintf(out, "  health check every %v, unhealthy after %d, drain serves %v, drain mode %s\n",
+		hc.Interval, hc.UnhealthyThreshold, cfg.Drain.ServePeriod, cfg.Deploy.DrainMode)
+
+	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: o.Hosts, Exe: o.Exe, Dir: o.Dir, Logger: o.Logger})
+	if err != nil {
+		return sum, err
+	}
+	defer func() {
+		if cerr := f.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	fmt.Fprintf(out, "  load balancer %s; agents %s (state and logs in %s)\n", f.URL(), hostList(f), o.Dir)
+
+	begin := time.Now()
+	res, err := f.Deploy(ctx, "v1", nil, nil)
+	if err != nil {
+		return sum, fmt.Errorf("first rollout of v1 failed: %w\n%s", err, f.LogTail(firstFailed(res), 2000))
+	}
+	fmt.Fprintf(out, "rolled out v1 to %d hosts in %.1fs (no load yet)\n", o.Hosts, time.Since(begin).Seconds())
+
+	from := "v1"
+	for i := range o.Deploys {
+		version := fmt.Sprintf("v%d", i+2)
+		rep, err := deployUnderLoad(ctx, f, o, from, version)
+		if err != nil {
+			return sum, err
+		}
+		sum.Deploys = append(sum.Deploys, rep)
+		sum.Requests += rep.Probe.Requests
+		sum.ReachedNothing += rep.Probe.ReachedNothing
+		sum.AppErrors += rep.Probe.AppErrors
+		sum.DrainSignals += rep.Probe.DrainSignals
+		if !rep.OK {
+			break
+		}
+		from = version
+	}
+	return sum, nil
+}
+
+// deployUnderLoad runs one deploy while the prober sends o.Rate requests per
+// second through the load balancer, from before the deploy until a tail after.
+func deployUnderLoad(ctx context.Context, f *Fleet, o Options, from, version string) (DeployReport, error) {
+	out := o.Out
+	if out == nil {
+		out = io.Discard
+	}
+	rep := DeployReport{From: from, Version: version}
+	p, err := probe.New(probe.Config{URL: f.URL(), Rate: o.Rate, Timeout: 2 * time.Second}, probe.Deps{})
+	if err != nil {
+		return rep, err
+	}
+	if err := p.Start(ctx); err != nil {
+		return rep, err
+	}
+	hc := f.Loaded.LoadBalancer.HealthCheck
+	lead := max(hc.Interval, 500*time.Millisecond)
+	sleepCtx(ctx, lead)
+	fmt.Fprintf(out, "\ndeploy %s → %s under %g req/s\n", from, version, o.Rate)
+	r := termui.NewDeployRenderer(out, o.Mode)
+	res, derr := f.Deploy(ctx, version, nil, r)
+	r.Close()
+	// A tail as long as the LB needs to notice anything the deploy left
+	// behind, so no drop after the deploy goes unseen.
+	sleepCtx(ctx, hc.Interval*time.Duration(hc.UnhealthyThreshold)+hc.Timeout)
+	report := p.Stop()
+	rep.OK, rep.Hosts, rep.Seconds, rep.Bound = derr == nil, res.Hosts, res.Seconds, res.Bound
+	if derr != nil {
+		rep.Error = derr.Error()
+	}
+	rep.Probe = ProbeSummary{
+		Requests: report.Requests, ReachedNothing: report.ReachedNothing, AppErrors: report.AppErrors,
+		DrainSignals: report.DrainSignals, OK: report.OK, LateSends: report.LateSends, Unsent: report.Unsent,
+		P99Millis: ms(report.Latency.P99), MaxMillis: ms(report.Latency.Max),
+	}
+	rep.Versions = spans(report.Buckets)
+	if ctx.Err() != nil {
+		return rep, ctx.Err()
+	}
+	return rep, nil
+}
+
+// spans compresses per-second version counts into stretches of the same set.
+func spans(buckets []probe.Bucket) []VersionSpan {
+	var out []VersionSpan
+	for _, b := range buckets {
+		var vs []string
+		for v, n := range b.Versions {
+			if n > 0 && v != "" {
+				vs = append(vs, v)
+			}
+		}
+		slices.Sort(vs)
+		if len(out) > 0 && slices.Equal(out[len(out)-1].Versions, vs) {
+			out[len(out)-1].ToSecond = b.Second
+			continue
+		}
+		out = append(out, VersionSpan{FromSecond: b.Second, ToSecond: b.Second, Versions: vs})
+	}
+	return out
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func profileWords(p string) string {
+	if p == ProfileBefore {
+		return "the write-up's numbers before the fixes: requests will reach nothing"
+	}
+	return "the write-up's numbers after the fixes"
+}
+
+func hostList(f *Fleet) string {
+	var s []string
+	for _, h := range f.Loaded.Hosts {
+		s = append(s, h.Name)
+	}
+	return strings.Join(s, ", ")
+}
+
+func firstFailed(res deploy.Result) string {
+	for _, h := range res.Hosts {
+		if !h.OK {
+			return h.Host
+		}
+	}
+	return "web-1"
+}

@@ -1,0 +1,318 @@
+package demo
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mythex/mythex/internal/agentapi"
+	"github.com/mythex/mythex/internal/deploy"
+	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/probe"
+	"github.com/mythex/mythex/internal/testbin"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
+}
+
+// testScale runs the write-up's fixed numbers ten times faster: checks every
+// 0.5s, a 1.5s drain.
+const testScale = 0.1
+
+func mythexBin(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end: starts a fleet of real processes")
+	}
+	bin, err := testbin.Build(testbin.Mythex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+func startFleet(t *testing.T, hosts int) *Fleet {
+	t.Helper()
+	bin := mythexBin(t)
+	cfg, err := ProfileConfig(ProfileAfter, testScale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: hosts, Exe: bin, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Close(); err != nil {
+			t.Errorf("close fleet: %v", err)
+		}
+	})
+	if _, err := f.Deploy(ctx, "v1", nil, nil); err != nil {
+		t.Fatalf("first rollout: %v\n%s", err, f.LogTail("web-1", 3000))
+	}
+	return f
+}
+
+// load starts the prober against the fleet; stop returns its report.
+func load(t *testing.T, f *Fleet, rate float64) (stop func() probe.Report) {
+	t.Helper()
+	p, err := probe.New(probe.Config{URL: f.URL(), Rate: rate, Timeout: 2 * time.Second}, probe.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return func() probe.Report {
+		// A tail as long as the LB needs to notice a target gone.
+		hc := f.Loaded.LoadBalancer.HealthCheck
+		time.Sleep(hc.Interval*time.Duration(hc.UnhealthyThreshold) + hc.Timeout)
+		return p.Stop()
+	}
+}
+
+func versionOf(t *testing.T, c *agentapi.Client) string {
+	t.Helper()
+	st, err := c.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Definitions.Current == nil {
+		return ""
+	}
+	return st.Definitions.Current.Version
+}
+
+func TestDemo_DeployUnderLoadDropsNothing(t *testing.T) {
+	bin := mythexBin(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 3, Rate: 100, Deploys: 1, Exe: bin, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Deploys) != 1 {
+		t.Fatalf("deploys = %d", len(sum.Deploys))
+	}
+	d := sum.Deploys[0]
+	if !d.OK || len(d.Hosts) != 3 {
+		t.Fatalf("deploy: ok=%v hosts=%d err=%s", d.OK, len(d.Hosts), d.Error)
+	}
+	if sum.ReachedNothing != 0 || sum.AppErrors != 0 {
+		t.Errorf("reached nothing %d, app errors %d; want 0 (probe %+v)", sum.ReachedNothing, sum.AppErrors, d.Probe)
+	}
+	if d.Probe.Requests < 100 {
+		t.Errorf("only %d requests were sent", d.Probe.Requests)
+	}
+	last := d.Versions[len(d.Versions)-1]
+	if strings.Join(last.Versions, ",") != "v2" {
+		t.Errorf("at the end the fleet answers %v, want v2 only (spans %+v)", last.Versions, d.Versions)
+	}
+	for _, h := range d.Hosts {
+		if h.Seconds < h.BoundSeconds {
+			t.Errorf("%s took %.2fs, less than its lower bound %.2fs: the bound is wrong", h.Host, h.Seconds, h.BoundSeconds)
+		}
+	}
+	if !sum.OK() {
+		t.Error("summary not OK")
+	}
+}
+
+func TestDemo_BeforeProfileDropsRequests(t *testing.T) {
+	bin := mythexBin(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sum, err := Run(ctx, Options{Profile: ProfileBefore, TimeScale: 0.05, Hosts: 2, Rate: 100, Exe: bin, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.ReachedNothing == 0 {
+		t.Errorf("the before profile dropped nothing: %+v", sum.Deploys[0].Probe)
+	}
+	if sum.OK() {
+		t.Error("a demo that dropped requests reports OK")
+	}
+}
+
+func TestFleet_NewVersionNeverHealthyIsRolledBack(t *testing.T) {
+	f := startFleet(t, 3)
+	web1 := f.Agent(0)
+	st, _ := web1.Status(context.Background())
+	v1Hash := st.Definitions.Current.Hash
+	v1Bytes, err := os.ReadFile(filepath.Join(f.dir, "hosts", "web-1", "definitions", v1Hash+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := load(t, f, 100)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := f.Deploy(ctx, "v2", map[string]string{"CRASH_ON_START": "100ms"}, nil)
+	rep := stop()
+	var se *deploy.StepError
+	if !errors.As(err, &se) || se.Host != "web-1" || se.Phase != deploy.PhaseStart || !se.RolledBack {
+		t.Fatalf("err = %v, want web-1 failing at start, rolled back", err)
+	}
+	if !strings.Contains(err.Error(), "exited with code 1") {
+		t.Errorf("the error does not say why: %v", err)
+	}
+	if len(res.Hosts) != 1 {
+		t.Errorf("%d hosts attempted, want the rollout to stop at web-1", len(res.Hosts))
+	}
+	for i := range 3 {
+		if v := versionOf(t, f.Agent(i)); v != "v1" {
+			t.Errorf("web-%d is on %q, want v1", i+1, v)
+		}
+	}
+	st, _ = web1.Status(context.Background())
+	if st.Definitions.Current.Hash != v1Hash {
+		t.Fatalf("web-1's current definition is %s, want the v1 one %s", st.Definitions.Current.Hash, v1Hash)
+	}
+	got, err := os.ReadFile(filepath.Join(f.dir, "hosts", "web-1", "definitions", v1Hash+".json"))
+	if err != nil || string(got) != string(v1Bytes) {
+		t.Errorf("v1 definition not restored byte for byte (%v)", err)
+	}
+	if rep.ReachedNothing != 0 {
+		t.Errorf("%d requests reached nothing during a failed deploy; the fleet must serve throughout", rep.ReachedNothing)
+	}
+	if vr, err := web1.Verify(context.Background(), nil, "v1"); err != nil || !vr.OK {
+		t.Errorf("web-1 after rollback: %+v %v", vr, err)
+	}
+}
+
+func TestFleet_DeployKilledMidDrainHostRecovers(t *testing.T) {
+	bin := mythexBin(t)
+	f := startFleet(t, 2)
+	cmd := exec.Command(bin, "deploy", "-f", f.Loaded.Path, "--version", "v2", "--json")
+	cmd.Env = append(os.Environ(), "MYTHEX_AGENT_TOKEN="+f.AgentToken, "MYTHEX_LB_TOKEN="+f.LBToken)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	killed := false
+	for sc.Scan() {
+		var e deploy.Event
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Host == "web-1" && e.Phase == deploy.PhaseStop && e.Kind == deploy.EventBegin {
+			// Drained and stopping: the worst moment to die.
+			_ = cmd.Process.Kill()
+			killed = true
+			break
+		}
+	}
+	_ = cmd.Wait()
+	if !killed {
+		t.Fatal("the deploy never reached web-1's stop phase")
+	}
+	// The lease lapses (deploy.lease_ttl), the agent restores v1 and puts
+	// the target back; the LB then calls it healthy.
+	lbc := lb.NewClient("http://"+f.Loaded.LoadBalancer.AdminListen, f.LBToken, nil)
+	deadline := time.Now().Add(f.Loaded.Deploy.LeaseTTL + time.Minute)
+	for {
+		t1, err := lbc.Target(context.Background(), "web-1")
+		st, serr := f.Agent(0).Status(context.Background())
+		if err == nil && serr == nil && t1.InRotation && t1.State.String() == "healthy" &&
+			st.Lease == nil && st.Definitions.Current != nil && st.Definitions.Current.Version == "v1" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("web-1 not back: lb %+v (%v), agent %+v (%v)\n%s", t1, err, st, serr, f.LogTail("web-1", 3000))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if vr, err := f.Agent(0).Verify(context.Background(), nil, "v1"); err != nil || !vr.OK {
+		t.Errorf("web-1 verify v1 after recovery: %+v %v", vr, err)
+	}
+	// The fleet lease lapsed too: a new deploy may run, and succeeds.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := f.Deploy(ctx, "v3", nil, nil); err != nil {
+		t.Errorf("a deploy after the recovery: %v", err)
+	}
+}
+
+func TestFleet_SecondDeployRefused(t *testing.T) {
+	f := startFleet(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	started := make(chan struct{})
+	var once bool
+	first := make(chan error, 1)
+	go func() {
+		_, err := f.Deploy(ctx, "v2", nil, deploy.ObserverFunc(func(e deploy.Event) {
+			if e.Phase == deploy.PhaseLease && !once {
+				once = true
+				close(started)
+			}
+		}))
+		first <- err
+	}()
+	<-started
+	_, err := f.Deploy(ctx, "v3", nil, nil)
+	if !errors.Is(err, deploy.ErrInProgress) || !strings.Contains(err.Error(), "mythex demo v2") {
+		t.Errorf("second deploy = %v, want ErrInProgress naming the first", err)
+	}
+	if err := <-first; err != nil {
+		t.Errorf("first deploy: %v", err)
+	}
+	for i := range 2 {
+		if v := versionOf(t, f.Agent(i)); v != "v2" {
+			t.Errorf("web-%d on %q, want v2 (never v3: the second deploy must not interleave)", i+1, v)
+		}
+	}
+}
+
+func TestDeployCommand_RefusesBeforeTouchingAnything(t *testing.T) {
+	bin := mythexBin(t)
+	f := startFleet(t, 2)
+	bad := filepath.Join(t.TempDir(), "bad.yml")
+	if err := os.WriteFile(bad, []byte("load_balancer:\n  helth_check: {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A fleet whose second agent is unreachable.
+	cfgBytes, _ := os.ReadFile(f.Loaded.Path)
+	unreachable := filepath.Join(filepath.Dir(f.Loaded.Path), "unreachable.yml")
+	if err := os.WriteFile(unreachable, []byte(strings.Replace(string(cfgBytes), f.Loaded.Hosts[1].Agent, "127.0.0.1:1", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, file, token, want string
+	}{
+		{"bad config", bad, f.AgentToken, "helth_check"},
+		{"unreachable agent", unreachable, f.AgentToken, "nothing was changed"},
+		{"wrong agent token", f.Loaded.Path, "wrong", "token"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(bin, "deploy", "-f", tc.file, "--version", "v9")
+			cmd.Env = append(os.Environ(), "MYTHEX_AGENT_TOKEN="+tc.token, "MYTHEX_LB_TOKEN="+f.LBToken)
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+				t.Fatalf("exit = %v, want 2\n%s", err, out)
+			}
+			if !strings.Contains(string(out), tc.want) {
+				t.Errorf("output lacks %q:\n%s", tc.want, out)
+			}
+			for i := range 2 {
+				if v := versionOf(t, f.Agent(i)); v != "v1" {
+					t.Errorf("web-%d changed to %q", i+1, v)
+				}
+			}
+		})
+	}
+}

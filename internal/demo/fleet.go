@@ -1,0 +1,327 @@
+// Package demo runs mythex's embedded default: a local fleet — the embedded
+// load balancer and one host agent process per host, each running the
+// write-up's four services — a load under the prober, and rolling deploys,
+// measured by the requests that reached nothing. `mythex demo` is its CLI; the
+// end-to-end tests of the deploy use its Fleet too.
+package demo
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/mythex/mythex/internal/agentapi"
+	"github.com/mythex/mythex/internal/deploy"
+	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/lb"
+)
+
+//go:embed compose.yaml
+var composeYAML []byte
+
+// FleetOptions configure a local fleet.
+type FleetOptions struct {
+	// Config is the fleet's timing (a profile, already scaled). Its hosts,
+	// addresses and compose file are replaced by the fleet's own.
+	Config fleet.Config
+	// Hosts is the number of hosts. Default 3.
+	Hosts int
+	// Exe is the mythex binary: it runs the agents and, as `mythex
+	// sample-app`, the services. Required.
+	Exe string
+	// Dir holds everything the fleet writes (config, state, logs). Required.
+	Dir string
+	// Logger receives the load balancer's state changes. Default: discarded.
+	Logger *slog.Logger
+}
+
+// Fleet is a running local fleet. Close it to stop every process it started.
+type Fleet struct {
+	// Loaded is the fleet's mythex.yml as written and read back.
+	Loaded *fleet.Loaded
+	// AgentToken and LBToken are the bearer tokens of the agents and the LB.
+	AgentToken, LBToken string
+	// LB is the embedded load balancer, running in this process.
+	LB *lb.Server
+
+	dir      string
+	agents   []*exec.Cmd
+	exited   []chan struct{}
+	lbCancel context.CancelFunc
+	lbDone   chan error
+}
+
+// StartFleet writes the fleet's config, starts the load balancer and one agent
+// process per host, and returns once every agent answers. On error everything
+// started is stopped again.
+func StartFleet(ctx context.Context, o FleetOptions) (_ *Fleet, err error) {
+	if o.Hosts <= 0 {
+		o.Hosts = 3
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	f := &Fleet{dir: o.Dir, AgentToken: token(), LBToken: token()}
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
+	ports, err := freePorts(2 + 5*o.Hosts)
+	if err != nil {
+		return nil, err
+	}
+	cfg := o.Config
+	cfg.LoadBalancer.Kind = fleet.KindEmbedded
+	cfg.LoadBalancer.Listen = addr(ports[0])
+	cfg.LoadBalancer.AdminListen = addr(ports[1])
+	cfg.Deploy.Compose = "compose.yaml"
+	hc := cfg.LoadBalancer.HealthCheck
+	cfg.Hosts = nil
+	for i := range o.Hosts {
+		p := ports[2+5*i:]
+		cfg.Hosts = append(cfg.Hosts, fleet.Host{
+			Name:   fmt.Sprintf("web-%d", i+1),
+			Target: addr(p[0]),
+			Agent:  addr(p[1]),
+			Vars: map[string]string{
+				"APP_BIN":             o.Exe,
+				"API_PORT":            strconv.Itoa(p[2]),
+				"ORCHESTRATOR_PORT":   strconv.Itoa(p[3]),
+				"PUBLISH_WORKER_PORT": strconv.Itoa(p[4]),
+				// The runtime's own health checks (watchdog, start) at the
+				// LB's pace; a quick first look while booting.
+				"HEALTH_INTERVAL":       hc.Interval.String(),
+				"HEALTH_TIMEOUT":        hc.Timeout.String(),
+				"HEALTH_START_PERIOD":   (10 * hc.Interval).String(),
+				"HEALTH_START_INTERVAL": min(hc.Interval/10, 50*time.Millisecond).String(),
+			},
+		})
+	}
+	if err := os.WriteFile(filepath.Join(o.Dir, "compose.yaml"), composeYAML, 0o644); err != nil {
+		return nil, err
+	}
+	b, err := fleet.Encode(cfg)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(o.Dir, "mythex.yml")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return nil, err
+	}
+	if f.Loaded, err = fleet.Load(path); err != nil {
+		return nil, fmt.Errorf("the demo wrote a config it cannot read: %w", err)
+	}
+	if err := f.startLB(o.Logger); err != nil {
+		return nil, err
+	}
+	for _, h := range f.Loaded.Hosts {
+		if err := f.startAgent(o.Exe, h); err != nil {
+			return nil, err
+		}
+	}
+	for _, h := range f.Loaded.Hosts {
+		if err := f.waitAgent(ctx, h); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+func (f *Fleet) startLB(log *slog.Logger) error {
+	settings, err := lb.SettingsFromFleet(f.Loaded.LoadBalancer)
+	if err != nil {
+		return err
+	}
+	srv, err := lb.New(lb.Options{Settings: settings, Token: f.LBToken, Logger: log, ShutdownTimeout: 2 * time.Second})
+	if err != nil {
+		return err
+	}
+	for _, h := range f.Loaded.Hosts {
+		if _, err := srv.Group.Register(h.Name, h.Target); err != nil {
+			return err
+		}
+	}
+	ln, err := net.Listen("tcp", f.Loaded.LoadBalancer.Listen)
+	if err != nil {
+		return fmt.Errorf("load balancer: %w", err)
+	}
+	adminLn, err := net.Listen("tcp", f.Loaded.LoadBalancer.AdminListen)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("load balancer admin: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f.LB, f.lbCancel, f.lbDone = srv, cancel, make(chan error, 1)
+	go func() { f.lbDone <- srv.Serve(ctx, ln, adminLn) }()
+	return nil
+}
+
+func (f *Fleet) startAgent(exe string, h fleet.Host) error {
+	logFile, err := os.Create(filepath.Join(f.dir, h.Name+"-agent.log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(exe, "agent", "-f", f.Loaded.Path, "--host", h.Name,
+		"--state-dir", filepath.Join(f.dir, "hosts", h.Name), "--stop-services-on-exit")
+	cmd.Env = append(os.Environ(), "MYTHEX_AGENT_TOKEN="+f.AgentToken, "MYTHEX_LB_TOKEN="+f.LBToken)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Its own process group (Ctrl-C reaches the demo, which stops the agents
+	// in order), and SIGTERM if the demo dies without cleaning up.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("start agent %s: %w", h.Name, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logFile.Close()
+		close(done)
+	}()
+	f.agents = append(f.agents, cmd)
+	f.exited = append(f.exited, done)
+	return nil
+}
+
+func (f *Fleet) waitAgent(ctx context.Context, h fleet.Host) error {
+	c := agentapi.NewClient(h.Agent, f.AgentToken, nil)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		sctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := c.Status(sctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("agent %s did not answer (see %s): %w", h.Name, filepath.Join(f.dir, h.Name+"-agent.log"), err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Deploy rolls version across the fleet with mythex's rolling deploy. vars
+// are extra compose variables for this version on every host (e.g.
+// CRASH_ON_START to make it crash at boot).
+func (f *Fleet) Deploy(ctx context.Context, version string, vars map[string]string, obs deploy.Observer) (deploy.Result, error) {
+	loaded := *f.Loaded
+	loaded.Hosts = append([]fleet.Host(nil), f.Loaded.Hosts...)
+	for i := range loaded.Hosts {
+		v := maps.Clone(loaded.Hosts[i].Vars)
+		maps.Copy(v, vars)
+		loaded.Hosts[i].Vars = v
+	}
+	o, err := deploy.ForFleet(ctx, &loaded, version, f.AgentToken, f.LBToken)
+	if err != nil {
+		return deploy.Result{}, err
+	}
+	o.Holder = "mythex demo " + version
+	o.TargetServices = []string{"gateway"}
+	o.Observer = obs
+	d, err := deploy.New(o)
+	if err != nil {
+		return deploy.Result{}, err
+	}
+	return d.Run(ctx)
+}
+
+// URL is the load balancer's front URL.
+func (f *Fleet) URL() string { return "http://" + f.Loaded.LoadBalancer.Listen + "/" }
+
+// Agent returns a client for host i's agent.
+func (f *Fleet) Agent(i int) *agentapi.Client {
+	return agentapi.NewClient(f.Loaded.Hosts[i].Agent, f.AgentToken, nil)
+}
+
+// Close stops every agent (which stop their services within their grace
+// periods), then the load balancer. It waits for all of them.
+func (f *Fleet) Close() error {
+	for _, c := range f.agents {
+		_ = c.Process.Signal(syscall.SIGTERM)
+	}
+	var errs []error
+	grace := f.stopWait()
+	for i, done := range f.exited {
+		select {
+		case <-done:
+		case <-time.After(grace):
+			_ = syscall.Kill(-f.agents[i].Process.Pid, syscall.SIGKILL)
+			<-done
+			errs = append(errs, fmt.Errorf("agent %d did not stop within %v; killed", i+1, grace))
+		}
+	}
+	if f.lbCancel != nil {
+		f.lbCancel()
+		if err := <-f.lbDone; err != nil && !errors.Is(err, context.Canceled) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stopWait bounds how long an agent may take to stop its services.
+func (f *Fleet) stopWait() time.Duration {
+	if f.Loaded == nil {
+		return 10 * time.Second
+	}
+	return f.Loaded.Backend.StopGracePeriod + 10*time.Second
+}
+
+// LogTail returns the last bytes of host name's agent log, for error reports.
+func (f *Fleet) LogTail(name string, n int64) string {
+	fh, err := os.Open(filepath.Join(f.dir, name+"-agent.log"))
+	if err != nil {
+		return ""
+	}
+	defer fh.Close()
+	if st, err := fh.Stat(); err == nil && st.Size() > n {
+		_, _ = fh.Seek(-n, io.SeekEnd)
+	}
+	b, _ := io.ReadAll(fh)
+	return string(b)
+}
+
+func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+
+// freePorts asks the kernel for n free loopback ports.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("find a free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func token() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

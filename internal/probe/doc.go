@@ -1,0 +1,22 @@
+// Package probe measures a deploy from a user's side: it sends HTTP requests to
+// one URL at a constant rate on a fixed, open-loop schedule (request i is due at
+// start + i/rate, whether or not earlier requests have answered), classifies
+// every request by what it tells about the target (Classify), and aggregates
+// the results into per-second buckets and latency histograms whose size does
+// not grow with the number of requests.
+//
+// Use it while something else runs (a deploy, a test):
+//
+//	p, err := probe.New(probe.Config{URL: u, Rate: 500}, probe.Deps{})
+//	if err != nil { ... }
+//	p.Start(ctx)
+//	... run the deploy ...
+//	report := p.Stop()
+//	if report.ReachedNothing > 0 { ... }
+//
+// What a user feels during a deploy is a request that reached nothing (the
+// 502s); a 503 from a draining target's health endpoint is the drain working
+// and is counted apart (ClassDrainSignal). The prober's own failures (fd
+// exhaustion, a name that does not resolve) are probe errors, never counted as
+// requests the target dropped. mythex measure is the command-line face.
+package probe
