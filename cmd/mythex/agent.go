@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -40,6 +41,7 @@ type agentFlags struct {
 	stopOnExit   bool
 	startTimeout time.Duration
 	dockerHost   string
+	dockerLabels []string
 }
 
 func newAgentCmd() *cobra.Command {
@@ -83,6 +85,7 @@ them.`,
 	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the API's bearer token (default $"+agentTokenEnv+")")
 	fl.StringVar(&f.runtime, "runtime", "process", "what runs the services: process (child processes) or docker (containers through the Docker Engine API)")
 	fl.StringVar(&f.dockerHost, "docker-host", "", "Docker engine address for --runtime docker (default $DOCKER_HOST, else unix:///var/run/docker.sock)")
+	fl.StringArrayVar(&f.dockerLabels, "docker-label", nil, "KEY=VALUE label put on every container and network of --runtime docker; the agent then sees only containers carrying it (repeatable; e.g. two fleets on one engine)")
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow a --listen address that is not loopback")
 	fl.StringVar(&f.lbTokenFile, "lb-token-file", "", "file holding the load balancer's admin token (default load_balancer.admin_token_file or $"+lbTokenEnv+")")
 	fl.BoolVar(&f.noLB, "no-lb", false, "do not talk to the load balancer, even with -f")
@@ -176,14 +179,22 @@ func newRuntime(ctx context.Context, f agentFlags, stateDir string, log *slog.Lo
 	case "process":
 		return process.New(process.Options{StateDir: filepath.Join(stateDir, "runtime"), Logger: log})
 	case "docker":
+		labels := map[string]string{}
+		for _, l := range f.dockerLabels {
+			k, v, ok := strings.Cut(l, "=")
+			if !ok || k == "" {
+				return nil, usagef("--docker-label %q: write KEY=VALUE", l)
+			}
+			labels[k] = v
+		}
 		cli, err := docker.Connect(ctx, f.dockerHost)
 		if err != nil {
 			return nil, usagef("--runtime docker: %v (is the Docker daemon running? see --docker-host)", err)
 		}
-		d, err := docker.New(docker.Options{Client: cli, StateDir: filepath.Join(stateDir, "runtime"), Host: f.host, Logger: log})
+		d, err := docker.New(docker.Options{Client: cli, StateDir: filepath.Join(stateDir, "runtime"), Host: f.host, Labels: labels, Logger: log})
 		if err != nil {
 			cli.Close()
-			return nil, err
+			return nil, usagef("--runtime docker: %v", err)
 		}
 		return dockerRuntime{Docker: d, cli: cli}, nil
 	}
