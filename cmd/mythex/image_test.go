@@ -66,7 +66,9 @@ func TestImageBuildCmd_JSON(t *testing.T) {
 	}
 	defer cli.Close()
 	tag := "mythex-cmdtest/app:" + strings.ReplaceAll(strings.ToLower(t.Name()), "/", "-")
-	t.Cleanup(func() { _, _ = cli.ImageRemove(context.Background(), tag, image.RemoveOptions{Force: true, PruneChildren: true}) })
+	t.Cleanup(func() {
+		_, _ = cli.ImageRemove(context.Background(), tag, image.RemoveOptions{Force: true, PruneChildren: true})
+	})
 	var out, errOut bytes.Buffer
 	f := imageBuildFlags{tags: []string{tag}, binary: staticBinary(t), asJSON: true}
 	if err := runImageBuild(ctx, f, &out, &errOut); err != nil {
