@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/docker/docker/api/types/versions"
 	"github.com/docker/docker/client"
 )
 
@@ -30,7 +31,8 @@ const pingTimeout = 5 * time.Second
 // caller closes the client.
 //
 // Errors: a malformed host; ErrNoEngine (wrapped, naming the address and the
-// cause) when nothing answers within 5 seconds or ctx ends.
+// cause) when nothing answers within 5 seconds or ctx ends; an engine older
+// than MinAPIVersion.
 func Connect(ctx context.Context, host string) (*client.Client, error) {
 	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
 	if host != "" {
@@ -48,5 +50,9 @@ func Connect(ctx context.Context, host string) (*client.Client, error) {
 		return nil, fmt.Errorf("docker: %w at %s: %v", ErrNoEngine, addr, err)
 	}
 	cli.NegotiateAPIVersion(pctx)
+	if v := cli.ClientVersion(); versions.LessThan(v, MinAPIVersion) {
+		cli.Close()
+		return nil, fmt.Errorf("docker: the engine at %s speaks Engine API %s; mythex needs %s (Docker 20.10) or later", cli.DaemonHost(), v, MinAPIVersion)
+	}
 	return cli, nil
 }

@@ -67,10 +67,13 @@ func (d *Docker) Prune(ctx context.Context, keep ...string) ([]string, error) {
 		refs = append(refs, imageRef{ref: c.Config.Image, id: c.Image})
 	}
 	slices.Sort(pruned)
+	if len(pruned) == 0 {
+		return nil, nil
+	}
 	if err := d.marks.drop(pruned...); err != nil {
 		return pruned, fmt.Errorf("docker runtime: prune: %w", err)
 	}
-	if d.opts.KeepImages || len(refs) == 0 {
+	if d.opts.KeepImages {
 		return pruned, nil
 	}
 	all, err := d.cli.ContainerList(ctx, container.ListOptions{All: true})
