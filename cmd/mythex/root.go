@@ -69,6 +69,7 @@ measures a deploy by the requests that reached nothing.`,
 		newImageCmd(),
 		newDemoCmd(),
 		newMeasureCmd(),
+		newPublishCmd(),
 	)
 	return root
 }

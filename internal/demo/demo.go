@@ -62,6 +62,9 @@ type Options struct {
 	// (containers on the local Docker engine; Exe must be statically
 	// linked).
 	Runtime string
+	// Adjust, when set, changes the scaled profile before the fleet starts
+	// (tests widen a timeout for a loaded machine).
+	Adjust func(*fleet.Config)
 }
 
 // VersionSpan is a stretch of the run in which the same versions answered.
@@ -108,7 +111,9 @@ type Summary struct {
 	AppErrors      int64          `json:"app_errors"`
 	DrainSignals   int64          `json:"drain_signals"`
 	Deploys        []DeployReport `json:"deploys"`
-	Dir            string         `json:"dir,omitempty"`
+	// AgentRSSMB is each agent's resident memory at the end, in MB.
+	AgentRSSMB map[string]float64 `json:"agent_rss_mb,omitempty"`
+	Dir        string             `json:"dir,omitempty"`
 }
 
 // OK reports whether every deploy succeeded and no request reached nothing.
@@ -170,6 +175,9 @@ func Run(ctx context.Context, o Options) (sum Summary, err error) {
 	if err != nil {
 		return sum, err
 	}
+	if o.Adjust != nil {
+		o.Adjust(&cfg)
+	}
 	if o.Hosts < 1 || o.Hosts > 20 {
 		return sum, fmt.Errorf("%w: --hosts %d must be between 1 and 20", fleet.ErrInvalid, o.Hosts)
 	}
@@ -219,8 +227,11 @@ func Run(ctx context.Context, o Options) (sum Summary, err error) {
 
 	begin := time.Now()
 	res, err := f.Deploy(ctx, "v1", nil, nil)
+	if ctx.Err() != nil {
+		return sum, fmt.Errorf("interrupted during the first rollout: %w", ctx.Err())
+	}
 	if err != nil {
-		return sum, fmt.Errorf("first rollout of v1 failed: %w\n%s", err, f.LogTail(firstFailed(res), 2000))
+		return sum, fmt.Errorf("first rollout of v1 failed: %w\nlast lines of the agent's log:\n%s", err, f.LogTail(firstFailed(res), 2000))
 	}
 	fmt.Fprintf(out, "rolled out v1 to %d hosts in %.1fs (no load yet)\n", o.Hosts, time.Since(begin).Seconds())
 
@@ -240,6 +251,10 @@ func Run(ctx context.Context, o Options) (sum Summary, err error) {
 			break
 		}
 		from = version
+	}
+	sum.AgentRSSMB = map[string]float64{}
+	for h, b := range f.AgentRSS() {
+		sum.AgentRSSMB[h] = float64(b) / (1 << 20)
 	}
 	return sum, nil
 }

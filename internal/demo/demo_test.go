@@ -14,6 +14,7 @@ import (
 
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/deploy"
+	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/lb"
 	"github.com/mythex/mythex/internal/probe"
 	"github.com/mythex/mythex/internal/runtime/docker"
@@ -29,6 +30,11 @@ func TestMain(m *testing.M) {
 // testScale runs the write-up's fixed numbers ten times faster: checks every
 // 0.5s, a 1.5s drain.
 const testScale = 0.1
+
+// testCheckTimeout is the LB's health check timeout in tests: 0.2s scaled
+// is too short for a machine running the race-enabled suite on 2 cores; 0.4s
+// keeps every invariant (drain 1.5s > 2 × 0.5s + 0.4s).
+const testCheckTimeout = 400 * time.Millisecond
 
 func mythexBin(t *testing.T) string {
 	t.Helper()
@@ -49,6 +55,7 @@ func startFleet(t *testing.T, hosts int) *Fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: hosts, Exe: bin, Dir: t.TempDir()})
@@ -100,7 +107,8 @@ func TestDemo_DeployUnderLoadDropsNothing(t *testing.T) {
 	bin := mythexBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 3, Rate: 100, Deploys: 1, Exe: bin, Dir: t.TempDir()})
+	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 3, Rate: 100, Deploys: 1, Exe: bin, Dir: t.TempDir(),
+		Adjust: func(c *fleet.Config) { c.LoadBalancer.HealthCheck.Timeout = testCheckTimeout }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +136,14 @@ func TestDemo_DeployUnderLoadDropsNothing(t *testing.T) {
 	}
 	if !sum.OK() {
 		t.Error("summary not OK")
+	}
+	if len(sum.AgentRSSMB) != 3 {
+		t.Errorf("agent RSS = %v, want one per host", sum.AgentRSSMB)
+	}
+	for h, mb := range sum.AgentRSSMB {
+		if mb <= 1 || mb > 200 {
+			t.Errorf("%s agent RSS %.1f MB is not plausible", h, mb)
+		}
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -287,6 +288,27 @@ func (f *Fleet) Deploy(ctx context.Context, version string, vars map[string]stri
 		return deploy.Result{}, err
 	}
 	return d.Run(ctx)
+}
+
+// AgentRSS returns each running agent's resident set size in bytes, read from
+// /proc (Linux); hosts whose agent is gone or unreadable are left out.
+func (f *Fleet) AgentRSS() map[string]int64 {
+	out := map[string]int64{}
+	for i, c := range f.agents {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.Process.Pid))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				var kb int64
+				if _, err := fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), &kb); err == nil {
+					out[f.Loaded.Hosts[i].Name] = kb * 1024
+				}
+			}
+		}
+	}
+	return out
 }
 
 // URL is the load balancer's front URL.

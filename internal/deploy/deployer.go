@@ -307,12 +307,13 @@ func (d *Deployer) sweep(ctx context.Context) error {
 		if err := d.verifyAgent(ctx, h, d.o.Version); err != nil {
 			probs = append(probs, fmt.Sprintf("host %s: %v", h.Name, err))
 		}
-		t, err := d.o.LB.Target(ctx, h.Name)
-		switch {
-		case err != nil:
-			probs = append(probs, fmt.Sprintf("host %s: load balancer: %v", h.Name, err))
-		case !t.InRotation || t.State != "healthy":
-			probs = append(probs, fmt.Sprintf("host %s: load balancer reports %s (%s), not healthy and in rotation", h.Name, t.State, t.Reason))
+		// One slow health check can flip a target for an interval; the
+		// sweep waits, bounded, for the LB's settled view.
+		r := &hostRun{d: d, h: h}
+		if _, err := r.waitTarget(ctx, healthyTimeout(d.o.Config), func(t TargetView) bool {
+			return t.Registered && t.State == "healthy" && t.InRotation
+		}); err != nil {
+			probs = append(probs, fmt.Sprintf("host %s: load balancer does not report it healthy and in rotation: %v", h.Name, err))
 		}
 	}
 	if len(probs) == 0 {

@@ -293,6 +293,24 @@ func TestDeployer_Run_FirstRolloutHasNothingToDrain(t *testing.T) {
 	}
 }
 
+func TestDeployer_Run_FailedFirstRolloutStopsTheNewServices(t *testing.T) {
+	f := newFixture(1)
+	a := f.agents[0]
+	a.running, a.current, a.lastGood = "", nil, nil
+	a.unhealthyFor = "v1"
+	_, err := run(t, f.options(testConfig(fleet.DrainModeBoth), "v1"))
+	var se *StepError
+	if !errors.As(err, &se) || !se.RolledBack {
+		t.Fatalf("err = %v, want a rolled-back step error", err)
+	}
+	if v, _ := a.snapshot(); v != "" {
+		t.Errorf("web-1 still runs %q; a failed first rollout must stop what it started", v)
+	}
+	if slices.Contains(a.log, "rollback") {
+		t.Error("asked the agent to restore a previous definition that does not exist")
+	}
+}
+
 func TestDeployer_Run_ReportsKilledServices(t *testing.T) {
 	f := newFixture(1)
 	f.agents[0].killOnStop = true

@@ -299,6 +299,14 @@ func (r *hostRun) rollback() error {
 	ctx, cancel := context.WithTimeout(context.Background(), d.o.Config.Drain.Max+healthyTimeout(d.o.Config)+d.o.Config.Backend.StopGracePeriod)
 	defer cancel()
 	return r.phase(ctx, PhaseRollback, func(ctx context.Context) (string, error) {
+		if r.published && r.res.PreviousVersion == "" {
+			// A first rollout: the host ran nothing before, so nothing is
+			// restored; the new version's services are stopped.
+			if _, err := r.h.Agent.Stop(ctx, r.lease); err != nil {
+				return "", fmt.Errorf("stop the new services: %w", err)
+			}
+			return "the host ran nothing before this deploy: its new services were stopped", nil
+		}
 		if r.published {
 			if _, err := r.h.Agent.Rollback(ctx, r.lease); err != nil {
 				return "", fmt.Errorf("restore previous definition: %w", err)

@@ -56,6 +56,12 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg := l.Config.Scaled(tc.scale)
+			if !tc.wantDrops {
+				// 0.2s scaled is too short a check timeout for a machine
+				// running the race-enabled suite on 2 cores; 0.4s keeps the
+				// overlap (drain 1.5s > 2 × 0.5s + 0.4s).
+				cfg.LoadBalancer.HealthCheck.Timeout = 400 * time.Millisecond
+			}
 			rep := sigtermOne(t, bin, cfg)
 			t.Logf("requests %d, reached nothing %d, ok %d, drain signals %d", rep.Requests, rep.ReachedNothing, rep.OK, rep.DrainSignals)
 			if rep.Requests < 200 {

@@ -1,0 +1,47 @@
+package platform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+)
+
+// Sentinel errors; platforms wrap them with %w and callers match with errors.Is.
+var (
+	// ErrNotFound: the app or machine does not exist (HTTP 404).
+	ErrNotFound = errors.New("not found")
+	// ErrInvalid: the request or config was rejected as malformed (HTTP 400/422).
+	ErrInvalid = errors.New("invalid")
+	// ErrConflict: the machine is in a state that does not allow the operation,
+	// or someone else holds its lease (HTTP 409/412).
+	ErrConflict = errors.New("conflict")
+	// ErrRateLimited: the control plane refused the request for now (HTTP 429).
+	ErrRateLimited = errors.New("rate limited")
+	// ErrUnavailable: the control plane failed or could not be reached (HTTP
+	// 5xx, connection errors).
+	ErrUnavailable = errors.New("control plane unavailable")
+	// ErrTimeout: the control plane did not answer in time, or a Wait ran out.
+	ErrTimeout = errors.New("timed out")
+	// ErrUnauthorized: the token was missing or refused (HTTP 401/403).
+	ErrUnauthorized = errors.New("unauthorized")
+)
+
+// IsControlPlane reports whether err is the control plane failing to answer —
+// rate limits, timeouts, 5xx, network errors — rather than a statement about
+// the app or the machine. A gate must never roll back on such errors alone.
+func IsControlPlane(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrRateLimited) || errors.Is(err, ErrUnavailable) || errors.Is(err, ErrTimeout) ||
+		errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
+}
+
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,399 @@
+package fly
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/mythex/mythex/internal/platform"
+)
+
+// DefaultBaseURL is the public Machines API endpoint.
+const DefaultBaseURL = "https://api.machines.dev"
+
+// TokenEnv is the environment variable flyctl and the Fly docs use for an API
+// token.
+const TokenEnv = "FLY_API_TOKEN"
+
+// Options configure a Client.
+type Options struct {
+	// BaseURL is the API's base URL, without /v1. Default DefaultBaseURL.
+	BaseURL string
+	// Token authenticates every request: "FlyV1 ..." macaroon tokens are sent
+	// as they are, others as "Bearer <token>". Default $FLY_API_TOKEN.
+	Token string
+	// HTTPClient sends the requests. Default: a client with a 30 s timeout.
+	HTTPClient *http.Client
+	// Retries is how many times a request refused with 429 (and a GET that
+	// failed with a 5xx or a network error) is tried again, waiting the
+	// Retry-After the API gives (at most MaxRetryWait) or a doubling backoff
+	// from 200ms. Default 2; negative disables retries.
+	Retries int
+	// MaxRetryWait caps one wait between retries. Default 5s.
+	MaxRetryWait time.Duration
+	// PrivateAddresses sets Machine.Address from private_ip and the first
+	// service's internal port: use it only where that network is reachable
+	// (inside Fly's private network, or the local platform's daemon).
+	PrivateAddresses bool
+	// Name is what Name() returns. Default "fly".
+	Name string
+	// Clock times the waits between retries. Default real.
+	Clock clockwork.Clock
+}
+
+// Client is a platform.Platform over the Fly Machines API v1.
+type Client struct {
+	base  *url.URL
+	auth  string
+	hc    *http.Client
+	opts  Options
+	clock clockwork.Clock
+}
+
+var _ platform.Platform = (*Client)(nil)
+
+// New returns a client. It fails with platform.ErrInvalid when the base URL
+// is not an absolute http(s) URL or there is no token.
+func New(opts Options) (*Client, error) {
+	if opts.BaseURL == "" {
+		opts.BaseURL = DefaultBaseURL
+	}
+	u, err := url.Parse(strings.TrimSuffix(opts.BaseURL, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%w: Machines API URL %q: give an absolute http(s) URL such as %s", platform.ErrInvalid, opts.BaseURL, DefaultBaseURL)
+	}
+	if opts.Token == "" {
+		opts.Token = os.Getenv(TokenEnv)
+	}
+	if opts.Token == "" {
+		return nil, fmt.Errorf("%w: no Machines API token: set $%s or give --fly-token", platform.ErrInvalid, TokenEnv)
+	}
+	auth := "Bearer " + opts.Token
+	if strings.HasPrefix(opts.Token, "FlyV1 ") {
+		auth = opts.Token
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	if opts.Retries == 0 {
+		opts.Retries = 2
+	}
+	if opts.MaxRetryWait <= 0 {
+		opts.MaxRetryWait = 5 * time.Second
+	}
+	if opts.Name == "" {
+		opts.Name = "fly"
+	}
+	if opts.Clock == nil {
+		opts.Clock = clockwork.NewRealClock()
+	}
+	return &Client{base: u, auth: auth, hc: opts.HTTPClient, opts: opts, clock: opts.Clock}, nil
+}
+
+// Name implements platform.Platform.
+func (c *Client) Name() string { return c.opts.Name }
+
+func machinesPath(app string, parts ...string) string {
+	p := "/v1/apps/" + url.PathEscape(app) + "/machines"
+	for _, s := range parts {
+		p += "/" + url.PathEscape(s)
+	}
+	return p
+}
+
+// do sends one API request (with retries) and decodes a 2xx JSON answer into
+// out (when not nil). Errors wrap the platform sentinels by status: 404
+// ErrNotFound, 400/422 ErrInvalid, 401/403 ErrUnauthorized, 408 ErrTimeout,
+// 409/412 ErrConflict, 429 ErrRateLimited, 5xx and network errors
+// ErrUnavailable.
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, in, out any) error {
+	var body []byte
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", method, path, err)
+		}
+		body = b
+	}
+	u := *c.base
+	u.Path += path
+	u.RawQuery = query.Encode()
+	wait := 200 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		retryAfter, err := c.once(ctx, method, u.String(), body, out)
+		if err == nil {
+			return nil
+		}
+		retry := errors.Is(err, platform.ErrRateLimited) ||
+			(method == http.MethodGet && errors.Is(err, platform.ErrUnavailable))
+		if !retry || attempt >= c.opts.Retries || ctx.Err() != nil {
+			return err
+		}
+		d := wait
+		if retryAfter > 0 {
+			d = retryAfter
+		}
+		d = min(d, c.opts.MaxRetryWait)
+		wait *= 2
+		select {
+		case <-ctx.Done():
+			return err
+		case <-c.clock.After(d):
+		}
+	}
+}
+
+func (c *Client) once(ctx context.Context, method, u string, body []byte, out any) (time.Duration, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return 0, fmt.Errorf("%s %s: %w", method, u, err)
+	}
+	req.Header.Set("Authorization", c.auth)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "mythex")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		var ne net.Error
+		if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+			return 0, fmt.Errorf("%s %s: %w: %w", method, req.URL.Path, platform.ErrTimeout, err)
+		}
+		if ctx.Err() != nil {
+			return 0, fmt.Errorf("%s %s: %w", method, req.URL.Path, err)
+		}
+		return 0, fmt.Errorf("%s %s: %w: %w", method, req.URL.Path, platform.ErrUnavailable, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return 0, fmt.Errorf("%s %s: read answer: %w: %w", method, req.URL.Path, platform.ErrUnavailable, err)
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		if out != nil && len(bytes.TrimSpace(b)) > 0 {
+			if err := json.Unmarshal(b, out); err != nil {
+				return 0, fmt.Errorf("%s %s: decode answer: %w", method, req.URL.Path, err)
+			}
+		}
+		return 0, nil
+	}
+	msg := strings.TrimSpace(string(b))
+	var ae apiError
+	if json.Unmarshal(b, &ae) == nil && (ae.Error != "" || ae.Message != "") {
+		msg = ae.Error
+		if ae.Message != "" {
+			msg = ae.Message
+		}
+	}
+	var retryAfter time.Duration
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
+		retryAfter = time.Duration(s) * time.Second
+	}
+	return retryAfter, fmt.Errorf("%s %s: %w: HTTP %d: %s", method, req.URL.Path, statusErr(resp.StatusCode), resp.StatusCode, msg)
+}
+
+func statusErr(code int) error {
+	switch {
+	case code == http.StatusNotFound:
+		return platform.ErrNotFound
+	case code == http.StatusBadRequest, code == http.StatusUnprocessableEntity:
+		return platform.ErrInvalid
+	case code == http.StatusUnauthorized, code == http.StatusForbidden:
+		return platform.ErrUnauthorized
+	case code == http.StatusRequestTimeout:
+		return platform.ErrTimeout
+	case code == http.StatusConflict, code == http.StatusPreconditionFailed:
+		return platform.ErrConflict
+	case code == http.StatusTooManyRequests:
+		return platform.ErrRateLimited
+	default:
+		return platform.ErrUnavailable
+	}
+}
+
+// List implements platform.Platform (GET /v1/apps/{app}/machines). Destroyed
+// machines are left out.
+func (c *Client) List(ctx context.Context, app string) ([]platform.Machine, error) {
+	var ms []apiMachine
+	if err := c.do(ctx, http.MethodGet, machinesPath(app), nil, nil, &ms); err != nil {
+		return nil, err
+	}
+	out := make([]platform.Machine, 0, len(ms))
+	for _, m := range ms {
+		if m.State == string(platform.StateDestroyed) || m.State == string(platform.StateDestroying) {
+			continue
+		}
+		out = append(out, m.toPlatform(app, c.opts.PrivateAddresses))
+	}
+	return out, nil
+}
+
+// Get implements platform.Platform (GET /v1/apps/{app}/machines/{id}).
+func (c *Client) Get(ctx context.Context, app, id string) (platform.Machine, error) {
+	var m apiMachine
+	if err := c.do(ctx, http.MethodGet, machinesPath(app, id), nil, nil, &m); err != nil {
+		return platform.Machine{}, err
+	}
+	return m.toPlatform(app, c.opts.PrivateAddresses), nil
+}
+
+// Create implements platform.Platform (POST /v1/apps/{app}/machines).
+func (c *Client) Create(ctx context.Context, app string, cfg platform.Config) (platform.Machine, error) {
+	if err := cfg.Validate(); err != nil {
+		return platform.Machine{}, err
+	}
+	raw, err := toMap(configFromPlatform(cfg))
+	if err != nil {
+		return platform.Machine{}, err
+	}
+	var m apiMachine
+	if err := c.do(ctx, http.MethodPost, machinesPath(app), nil, createRequest{Config: raw}, &m); err != nil {
+		return platform.Machine{}, err
+	}
+	return m.toPlatform(app, c.opts.PrivateAddresses), nil
+}
+
+// Update implements platform.Platform (POST /v1/apps/{app}/machines/{id}).
+// The machine's current config is read first and only image, env, init.cmd,
+// restart, metadata and the first service's internal port are changed: guest
+// size, mounts, checks and the rest are kept as they are, as flyctl does.
+func (c *Client) Update(ctx context.Context, app, id string, cfg platform.Config) (platform.Machine, error) {
+	if err := cfg.Validate(); err != nil {
+		return platform.Machine{}, err
+	}
+	var cur struct {
+		Config map[string]any `json:"config"`
+	}
+	if err := c.do(ctx, http.MethodGet, machinesPath(app, id), nil, nil, &cur); err != nil {
+		return platform.Machine{}, err
+	}
+	var m apiMachine
+	if err := c.do(ctx, http.MethodPost, machinesPath(app, id), nil, createRequest{Config: patchConfig(cur.Config, cfg)}, &m); err != nil {
+		return platform.Machine{}, err
+	}
+	return m.toPlatform(app, c.opts.PrivateAddresses), nil
+}
+
+// patchConfig sets cfg's fields in a raw config, keeping every other key.
+func patchConfig(raw map[string]any, cfg platform.Config) map[string]any {
+	if raw == nil {
+		raw = map[string]any{}
+	}
+	raw["image"] = cfg.Image
+	if cfg.Env != nil {
+		raw["env"] = cfg.Env
+	} else {
+		delete(raw, "env")
+	}
+	raw["restart"] = map[string]any{"policy": string(cfg.Restart.Policy), "max_retries": cfg.Restart.MaxRetries}
+	md, _ := raw["metadata"].(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+	}
+	for k, v := range cfg.Metadata {
+		md[k] = v
+	}
+	raw["metadata"] = md
+	init, _ := raw["init"].(map[string]any)
+	if len(cfg.Args) > 0 {
+		if init == nil {
+			init = map[string]any{}
+		}
+		init["cmd"] = cfg.Args
+		raw["init"] = init
+	} else if init != nil {
+		delete(init, "cmd")
+	}
+	if cfg.Port > 0 {
+		svcs, _ := raw["services"].([]any)
+		if len(svcs) > 0 {
+			if s, ok := svcs[0].(map[string]any); ok {
+				s["internal_port"] = cfg.Port
+			}
+		} else {
+			def, _ := toMap(configFromPlatform(platform.Config{Port: cfg.Port}))
+			raw["services"] = def["services"]
+		}
+	}
+	return raw
+}
+
+func toMap(v any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	return m, json.Unmarshal(b, &m)
+}
+
+// Start implements platform.Platform (POST .../start).
+func (c *Client) Start(ctx context.Context, app, id string) error {
+	return c.do(ctx, http.MethodPost, machinesPath(app, id, "start"), nil, nil, nil)
+}
+
+// Stop implements platform.Platform (POST .../stop).
+func (c *Client) Stop(ctx context.Context, app, id string) error {
+	return c.do(ctx, http.MethodPost, machinesPath(app, id, "stop"), nil, map[string]any{}, nil)
+}
+
+// Suspend puts a machine to sleep (POST .../suspend).
+func (c *Client) Suspend(ctx context.Context, app, id string) error {
+	return c.do(ctx, http.MethodPost, machinesPath(app, id, "suspend"), nil, nil, nil)
+}
+
+// Destroy implements platform.Platform (DELETE .../{id}?force=true).
+func (c *Client) Destroy(ctx context.Context, app, id string) error {
+	return c.do(ctx, http.MethodDelete, machinesPath(app, id), url.Values{"force": {"true"}}, nil, nil)
+}
+
+// Wait implements platform.Platform (GET .../wait?state=&timeout=): the API
+// blocks at most 60 s per request and answers 408 when that runs out, so
+// longer waits are made of several requests.
+func (c *Client) Wait(ctx context.Context, app, id string, state platform.State, timeout time.Duration) error {
+	deadline := c.clock.Now().Add(timeout)
+	for {
+		left := deadline.Sub(c.clock.Now())
+		if left <= 0 {
+			return fmt.Errorf("wait for machine %s to be %s: %w after %s", id, state, platform.ErrTimeout, timeout)
+		}
+		secs := int(min(left, 60*time.Second).Seconds())
+		if secs < 1 {
+			secs = 1
+		}
+		q := url.Values{"state": {string(state)}, "timeout": {strconv.Itoa(secs)}}
+		began := c.clock.Now()
+		err := c.do(ctx, http.MethodGet, machinesPath(app, id, "wait"), q, nil, nil)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, platform.ErrTimeout) || ctx.Err() != nil {
+			return err
+		}
+		if c.clock.Since(began) < time.Duration(secs)*time.Second/2 {
+			// The API gave up early: do not spin.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-c.clock.After(200 * time.Millisecond):
+			}
+		}
+	}
+}

@@ -1,0 +1,117 @@
+package fly_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/mythex/mythex/internal/platform"
+	"github.com/mythex/mythex/internal/platform/fly"
+	"github.com/mythex/mythex/internal/platform/local"
+	"github.com/mythex/mythex/internal/testbin"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
+}
+
+// TestHandler_ServesLocalPlatform runs the fly Client against the Handler
+// serving the local supervisor: the local platform's daemon path, with real
+// processes.
+func TestHandler_ServesLocalPlatform(t *testing.T) {
+	app, err := testbin.Build("../local/testdata/testapp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup, err := local.New(local.Options{StateDir: t.TempDir(), StopTimeout: 2 * time.Second, RestartDelay: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sup.Close()
+	srv := httptest.NewServer(fly.NewHandler(sup, "tok"))
+	defer srv.Close()
+	c, err := fly.New(fly.Options{BaseURL: srv.URL, Token: "tok", PrivateAddresses: true, Name: "local"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	m, err := c.Create(ctx, "api", platform.Config{Image: app, Restart: platform.Restart{Policy: platform.RestartAlways},
+		Env: map[string]string{"TESTAPP_CRASH_AFTER": "100ms"}, Metadata: map[string]string{platform.MetadataRelease: "v1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Address == "" || m.Release() != "v1" {
+		t.Fatalf("created machine over the API = %+v", m)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		got, err := c.Get(ctx, "api", m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.HasRestartCount && got.RestartCount >= 3 {
+			if len(got.Events) > 5 || got.Events[0].Timestamp.Before(got.Events[len(got.Events)-1].Timestamp) {
+				t.Errorf("events over the API = %+v", got.Events)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no restarts seen over the API: %+v", got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := c.Update(ctx, "api", m.ID, platform.Config{Image: app, Restart: platform.Restart{Policy: platform.RestartAlways}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(ctx, "api", m.ID, platform.StateStarted, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	waitHealthy(t, m.Address)
+	if err := c.Suspend(ctx, "api", m.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.Get(ctx, "api", m.ID); got.State != platform.StateSuspended {
+		t.Errorf("after Suspend over the API: %s", got.State)
+	}
+	if err := c.Start(ctx, "api", m.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitHealthy(t, m.Address)
+	if err := c.Destroy(ctx, "api", m.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(ctx, "api", m.ID); !errors.Is(err, platform.ErrNotFound) {
+		t.Errorf("Get after Destroy = %v", err)
+	}
+	bad, _ := fly.New(fly.Options{BaseURL: srv.URL, Token: "wrong"})
+	if _, err := bad.List(ctx, "api"); !errors.Is(err, platform.ErrUnauthorized) {
+		t.Errorf("wrong token = %v, want ErrUnauthorized", err)
+	}
+	if _, err := c.Create(ctx, "api", platform.Config{Image: app, Restart: platform.Restart{Policy: "sometimes"}}); !errors.Is(err, platform.ErrInvalid) {
+		t.Errorf("bad config = %v, want ErrInvalid", err)
+	}
+}
+
+func waitHealthy(t *testing.T, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never answered: %v", addr, err)
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+}

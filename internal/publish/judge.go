@@ -1,0 +1,120 @@
+package publish
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/mythex/mythex/internal/platform"
+)
+
+// judgement is one run of the judge loop: what to look at and how.
+type judgement struct {
+	app      string
+	release  string
+	image    string
+	machines []string
+	t0       time.Time
+	deadline time.Time
+	health   Health
+	// appProbe: the app's own URL is served by the machines being judged (in
+	// place), so its health check is evidence about them.
+	appProbe bool
+	// serving: list the app's machines at every look and fail on mixed
+	// versions (in place: every started machine must run the release).
+	serving bool
+	policy  Policy
+	// prior are looks carried over from an earlier run (the reconciler's
+	// baseline).
+	prior []Look
+}
+
+// judgeLoop looks at the machines until Judge gives a verdict other than
+// pending: the next look comes after the delay the verdict asks for, the last
+// one at the deadline. Only ctx ends it early (with ctx's error).
+func (g *Gate) judgeLoop(ctx context.Context, j judgement) (Verdict, []Look, error) {
+	looks := append([]Look(nil), j.prior...)
+	n := 0
+	if len(looks) > 0 {
+		n = looks[len(looks)-1].N
+	}
+	addrs := map[string]string{}
+	for {
+		n++
+		look, serving := g.look(ctx, j, n, addrs)
+		looks = append(looks, look)
+		now := g.clock.Now()
+		v := Judge(Input{Start: j.t0, Now: now, Deadline: j.deadline, Image: j.image, Release: j.release,
+			Machines: j.machines, Looks: looks, Policy: j.policy, Serving: serving})
+		if g.observer != nil {
+			l, vv := look, v
+			g.observer(Event{Kind: EventLook, At: now, App: j.app, Release: j.release, Look: &l, Verdict: &vv, Elapsed: now.Sub(j.t0)})
+		}
+		if v.Status != StatusPending {
+			return v, looks, nil
+		}
+		wait := v.NextLook
+		if rem := j.deadline.Sub(now); rem < wait {
+			wait = rem
+		}
+		if err := g.sleep(ctx, wait); err != nil {
+			return v, looks, err
+		}
+	}
+}
+
+// look takes one look at every machine: the platform's view, and a direct
+// health check of each started machine (or of any machine the platform did
+// not answer about, at its last known address).
+func (g *Gate) look(ctx context.Context, j judgement, n int, addrs map[string]string) (Look, []platform.Machine) {
+	l := Look{N: n, At: g.clock.Now()}
+	for _, id := range j.machines {
+		ml := MachineLook{ID: id}
+		cctx, cancel := g.callCtx(ctx)
+		m, err := g.p.Get(cctx, j.app, id)
+		cancel()
+		probe := false
+		if err != nil {
+			ml.ErrKind, ml.Err = classify(err), err.Error()
+			probe = true
+		} else {
+			ml.Machine = m
+			if m.Address != "" {
+				addrs[id] = m.Address
+			}
+			probe = m.State == platform.StateStarted
+		}
+		if probe && j.health.Path != "" && addrs[id] != "" {
+			ml.Probe = g.checker.Check(ctx, "http://"+addrs[id]+j.health.Path)
+		}
+		l.Machines = append(l.Machines, ml)
+	}
+	if j.appProbe && j.health.AppURL != "" {
+		l.App = g.checker.Check(ctx, j.health.AppURL)
+	}
+	if !j.serving {
+		return l, nil
+	}
+	cctx, cancel := g.callCtx(ctx)
+	defer cancel()
+	ms, err := g.p.List(cctx, j.app)
+	if err != nil {
+		return l, nil
+	}
+	if ms == nil {
+		ms = []platform.Machine{}
+	}
+	return l, ms
+}
+
+// classify maps a platform error to the judge's error kinds.
+func classify(err error) ErrKind {
+	switch {
+	case errors.Is(err, platform.ErrNotFound):
+		return ErrKindNotFound
+	case platform.IsControlPlane(err):
+		return ErrKindControlPlane
+	default:
+		return ErrKindOther
+	}
+}

@@ -1,0 +1,272 @@
+package publish
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mythex/mythex/internal/platform"
+)
+
+// ensureServing makes the serving machines serve before anything else moves:
+// a sleeping (stopped or suspended) machine is started, and every one is
+// registered with the router and in rotation.
+func (g *Gate) ensureServing(ctx context.Context, app, rel string, t0 time.Time, old []platform.Machine, h Health) error {
+	var woke []string
+	var ready []platform.Machine
+	for _, m := range old {
+		if m.State == platform.StateStarted {
+			ready = append(ready, m)
+			continue
+		}
+		cctx, cancel := g.callCtx(ctx)
+		err := g.p.Start(cctx, app, m.ID)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("wake machine %s: %w", m.ID, err)
+		}
+		woke = append(woke, m.ID)
+	}
+	if len(woke) > 0 {
+		g.step(app, rel, t0, "woke %d sleeping machine(s) of the serving release: %v", len(woke), woke)
+		w, err := g.waitReady(ctx, app, woke, h, g.opts.RestoreTimeout)
+		if err != nil {
+			return err
+		}
+		ready = append(ready, w...)
+	}
+	return g.register(ctx, ready)
+}
+
+// register adds machines to the router (those not registered yet) and waits
+// until every one is in rotation.
+func (g *Gate) register(ctx context.Context, ms []platform.Machine) error {
+	if g.router == nil || len(ms) == 0 {
+		return nil
+	}
+	for _, m := range ms {
+		st, err := g.router.Target(ctx, m.ID)
+		if err != nil {
+			return fmt.Errorf("%w: target %s: %v", ErrRouter, m.ID, err)
+		}
+		if st.Registered && !st.Draining {
+			continue
+		}
+		if m.Address == "" {
+			return fmt.Errorf("%w: machine %s has no address to route to", ErrRouter, m.ID)
+		}
+		if err := g.router.Register(ctx, m.ID, m.Address); err != nil {
+			return fmt.Errorf("%w: register %s: %v", ErrRouter, m.ID, err)
+		}
+	}
+	return g.waitRouter(ctx, ms, func(st TargetState) bool { return st.InRotation }, "in rotation")
+}
+
+// waitRouter polls the router until cond holds for every machine, for at
+// most the switch timeout.
+func (g *Gate) waitRouter(ctx context.Context, ms []platform.Machine, cond func(TargetState) bool, what string) error {
+	deadline := g.clock.Now().Add(g.opts.SwitchTimeout)
+	for {
+		var waiting []string
+		for _, m := range ms {
+			st, err := g.router.Target(ctx, m.ID)
+			if err != nil || !cond(st) {
+				waiting = append(waiting, m.ID)
+			}
+		}
+		if len(waiting) == 0 {
+			return nil
+		}
+		if !g.clock.Now().Before(deadline) {
+			return fmt.Errorf("%w: targets %v not %s after %s", ErrRouter, waiting, what, g.opts.SwitchTimeout)
+		}
+		if err := g.sleep(ctx, g.opts.PollInterval); err != nil {
+			return err
+		}
+	}
+}
+
+// switchTo moves traffic from old to news: register the new machines and wait
+// until the router routes to them, deregister the old ones and wait until
+// they are out of rotation with nothing in flight, then stop them. Stopped
+// machines are kept: they are the fastest restore.
+func (g *Gate) switchTo(ctx context.Context, app, rel string, t0 time.Time, news, old []platform.Machine) error {
+	if err := g.register(ctx, news); err != nil {
+		return err
+	}
+	g.step(app, rel, t0, "router: %d new machine(s) in rotation", len(news))
+	for _, m := range old {
+		if err := g.router.Deregister(ctx, m.ID); err != nil {
+			return fmt.Errorf("%w: deregister %s: %v", ErrRouter, m.ID, err)
+		}
+	}
+	drained := func(st TargetState) bool { return !st.Registered || (!st.InRotation && st.InFlight == 0) }
+	if err := g.waitRouter(ctx, old, drained, "drained"); err != nil {
+		// They no longer receive new requests; stopping now may cut what is
+		// still in flight, so keep them running and say so.
+		g.log.Warn("old machines not drained in time; left running", "app", app, "err", err)
+		return nil
+	}
+	for _, m := range old {
+		cctx, cancel := g.callCtx(ctx)
+		err := g.p.Stop(cctx, app, m.ID)
+		cancel()
+		if err != nil && !errors.Is(err, platform.ErrNotFound) {
+			g.log.Warn("stop old machine", "app", app, "machine", m.ID, "err", err)
+		}
+	}
+	if len(old) > 0 {
+		g.step(app, rel, t0, "router: %d old machine(s) drained and stopped (kept for a fast restore)", len(old))
+	}
+	return nil
+}
+
+// waitReady waits until every machine reads started and answers its health
+// check at its own address (when it has one), for at most timeout. It
+// returns the machines as last seen.
+func (g *Gate) waitReady(ctx context.Context, app string, ids []string, h Health, timeout time.Duration) ([]platform.Machine, error) {
+	deadline := g.clock.Now().Add(timeout)
+	for {
+		var ready []platform.Machine
+		var last error
+		for _, id := range ids {
+			cctx, cancel := g.callCtx(ctx)
+			m, err := g.p.Get(cctx, app, id)
+			cancel()
+			switch {
+			case err != nil:
+				last = fmt.Errorf("machine %s: %w", id, err)
+			case m.State != platform.StateStarted:
+				last = fmt.Errorf("machine %s is %s", id, m.State)
+			case m.Address != "" && h.Path != "":
+				if p := g.checker.Check(ctx, "http://"+m.Address+h.Path); !p.OK {
+					last = fmt.Errorf("machine %s health check: %s", id, p)
+				} else {
+					ready = append(ready, m)
+				}
+			default:
+				ready = append(ready, m)
+			}
+		}
+		if len(ready) == len(ids) {
+			return ready, nil
+		}
+		if !g.clock.Now().Before(deadline) {
+			return nil, fmt.Errorf("not ready after %s: %w", timeout, last)
+		}
+		if err := g.sleep(ctx, g.opts.PollInterval); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// restore makes target serve app again in place of failed: blue-green
+// starts target's kept machines (or creates new ones from its config), waits
+// until they are healthy and in rotation, then drains and removes failed's
+// machines; in place updates failed's machines back to target's config. It
+// never deletes anything of target.
+func (g *Gate) restore(ctx context.Context, failed, target Release, t0 time.Time) *Rollback {
+	ctx = context.WithoutCancel(ctx)
+	app := failed.App
+	start := g.clock.Now()
+	rb := &Rollback{From: failed.ID, To: target.ID}
+	cfg := target.Config.WithMetadata(platform.MetadataRelease, target.ID)
+	g.step(app, failed.ID, t0, "rolling back %s to the last good release %s (image %s)", failed.ID, target.ID, cfg.Image)
+	finish := func(err error) *Rollback {
+		rb.Took = g.clock.Since(start)
+		if err != nil {
+			rb.Error = err.Error()
+			g.step(app, failed.ID, t0, "rollback to %s did not complete: %v", target.ID, err)
+		} else {
+			g.step(app, failed.ID, t0, "rolled back to %s in %s", target.ID, rb.Took.Round(time.Millisecond))
+		}
+		return rb
+	}
+	if failed.Strategy == StrategyBlueGreen && g.router != nil {
+		cctx, cancel := g.callCtx(ctx)
+		all, err := g.p.List(cctx, app)
+		cancel()
+		if err != nil {
+			return finish(fmt.Errorf("list machines: %w", err))
+		}
+		var ids []string
+		for _, m := range all {
+			if m.Release() == target.ID {
+				ids = append(ids, m.ID)
+				if m.State != platform.StateStarted {
+					cctx, cancel := g.callCtx(ctx)
+					err := g.p.Start(cctx, app, m.ID)
+					cancel()
+					if err != nil {
+						return finish(fmt.Errorf("start machine %s of %s: %w", m.ID, target.ID, err))
+					}
+				}
+			}
+		}
+		if len(ids) == 0 {
+			n := max(len(failed.Machines), 1)
+			for i := 0; i < n; i++ {
+				cctx, cancel := g.callCtx(ctx)
+				m, err := g.p.Create(cctx, app, cfg)
+				cancel()
+				if err != nil {
+					return finish(fmt.Errorf("recreate a machine of %s: %w", target.ID, err))
+				}
+				ids = append(ids, m.ID)
+			}
+		}
+		ready, err := g.waitReady(ctx, app, ids, target.Health, g.opts.RestoreTimeout)
+		if err != nil {
+			return finish(err)
+		}
+		olds, _ := g.getAll(ctx, app, failed.Machines)
+		if err := g.switchTo(ctx, app, failed.ID, t0, ready, olds); err != nil {
+			return finish(err)
+		}
+		g.discard(ctx, app, failed.Machines)
+		rb.Machines = ids
+		return finish(nil)
+	}
+	for _, id := range failed.Machines {
+		cctx, cancel := g.callCtx(ctx)
+		_, err := g.p.Update(cctx, app, id, cfg)
+		cancel()
+		if err != nil {
+			return finish(fmt.Errorf("update machine %s back to %s: %w", id, target.ID, err))
+		}
+	}
+	if _, err := g.waitReady(ctx, app, failed.Machines, target.Health, g.opts.RestoreTimeout); err != nil {
+		return finish(err)
+	}
+	rb.Machines = append([]string(nil), failed.Machines...)
+	return finish(nil)
+}
+
+// prune destroys stopped machines of releases older than the one just
+// replaced: the release that served before keeps its (stopped) machines for
+// a fast restore; releases are never deleted from the store and images are
+// never removed, so any release can still be restored from its config.
+func (g *Gate) prune(ctx context.Context, app, live string, old []platform.Machine) {
+	keep := map[string]bool{live: true}
+	for _, m := range old {
+		keep[m.Release()] = true
+	}
+	cctx, cancel := g.callCtx(ctx)
+	all, err := g.p.List(cctx, app)
+	cancel()
+	if err != nil {
+		return
+	}
+	for _, m := range all {
+		rel := m.Release()
+		if rel == "" || keep[rel] || m.State == platform.StateStarted {
+			continue
+		}
+		cctx, cancel := g.callCtx(ctx)
+		if err := g.p.Destroy(cctx, app, m.ID); err != nil {
+			g.log.Warn("prune machine", "app", app, "machine", m.ID, "err", err)
+		}
+		cancel()
+	}
+}
