@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +20,7 @@ import (
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/lb"
 	"github.com/mythex/mythex/internal/runtime"
+	"github.com/mythex/mythex/internal/runtime/docker"
 	"github.com/mythex/mythex/internal/runtime/process"
 	"github.com/mythex/mythex/internal/watchdog"
 )
@@ -43,6 +46,8 @@ type agentFlags struct {
 	watchdogInterval time.Duration
 	watchdogFailures int
 	bootstrap        bool
+	dockerHost       string
+	dockerLabels     []string
 }
 
 func newAgentCmd() *cobra.Command {
@@ -79,7 +84,10 @@ agent bootstrap).`,
 
   # by hand, without a fleet config, a faster watchdog
   mythex agent --host web-1 --state-dir ./state/web-1 --listen 127.0.0.1:9201 \
-    --watchdog-interval 10s --watchdog-failures 4`,
+    --watchdog-interval 10s --watchdog-failures 4
+
+  # services as containers (images built with: mythex image build)
+  mythex agent -f mythex.yml --host web-1 --state-dir /var/lib/mythex --runtime docker`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAgent(cmd.Context(), f)
@@ -91,7 +99,9 @@ agent bootstrap).`,
 	fl.StringVar(&f.stateDir, "state-dir", "", "directory for the definitions, the host lock and the runtime's state (required)")
 	fl.StringVar(&f.listen, "listen", "", "API address (default hosts[].agent with -f, else 127.0.0.1:9201)")
 	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the API's bearer token (default $"+agentTokenEnv+")")
-	fl.StringVar(&f.runtime, "runtime", "process", "what runs the services: process")
+	fl.StringVar(&f.runtime, "runtime", "process", "what runs the services: process (child processes) or docker (containers through the Docker Engine API)")
+	fl.StringVar(&f.dockerHost, "docker-host", "", "Docker engine address for --runtime docker (default $DOCKER_HOST, else unix:///var/run/docker.sock)")
+	fl.StringArrayVar(&f.dockerLabels, "docker-label", nil, "KEY=VALUE label put on every container and network of --runtime docker; the agent then sees only containers carrying it (repeatable; e.g. two fleets on one engine)")
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow a --listen address that is not loopback")
 	fl.StringVar(&f.lbTokenFile, "lb-token-file", "", "file holding the load balancer's admin token (default load_balancer.admin_token_file or $"+lbTokenEnv+")")
 	fl.BoolVar(&f.noLB, "no-lb", false, "do not talk to the load balancer, even with -f")
@@ -172,7 +182,7 @@ func runAgent(ctx context.Context, f agentFlags) error {
 		return err
 	}
 	defer func() { _ = release() }()
-	rt, err := newRuntime(f.runtime, stateDir, log)
+	rt, err := newRuntime(ctx, f, stateDir, log)
 	if err != nil {
 		return err
 	}
@@ -222,14 +232,43 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	return nil
 }
 
-// newRuntime opens the runtime named name on the agent's state directory.
-func newRuntime(name, stateDir string, log *slog.Logger) (runtime.Runtime, error) {
-	switch name {
+// newRuntime opens the runtime f.runtime names on the agent's state
+// directory. An unreachable Docker engine is bad input (exit 2): nothing ran.
+func newRuntime(ctx context.Context, f agentFlags, stateDir string, log *slog.Logger) (runtime.Runtime, error) {
+	switch f.runtime {
 	case "process":
 		return process.New(process.Options{StateDir: filepath.Join(stateDir, "runtime"), Logger: log})
+	case "docker":
+		labels := map[string]string{}
+		for _, l := range f.dockerLabels {
+			k, v, ok := strings.Cut(l, "=")
+			if !ok || k == "" {
+				return nil, usagef("--docker-label %q: write KEY=VALUE", l)
+			}
+			labels[k] = v
+		}
+		cli, err := docker.Connect(ctx, f.dockerHost)
+		if err != nil {
+			return nil, usagef("--runtime docker: %v (is the Docker daemon running? see --docker-host)", err)
+		}
+		d, err := docker.New(docker.Options{Client: cli, StateDir: filepath.Join(stateDir, "runtime"), Host: f.host, Labels: labels, Logger: log})
+		if err != nil {
+			cli.Close()
+			return nil, usagef("--runtime docker: %v", err)
+		}
+		return dockerRuntime{Docker: d, cli: cli}, nil
 	}
-	return nil, usagef("--runtime %q: the runtimes are: process", name)
+	return nil, usagef("--runtime %q: the runtimes are: process, docker", f.runtime)
 }
+
+// dockerRuntime is the Docker runtime together with the engine client the
+// agent opened for it; Close closes both (containers keep running).
+type dockerRuntime struct {
+	*docker.Docker
+	cli io.Closer
+}
+
+func (r dockerRuntime) Close() error { return errors.Join(r.Docker.Close(), r.cli.Close()) }
 
 // stopAllServices stops every running service within its grace period.
 func stopAllServices(rt runtime.Runtime, log *slog.Logger) {

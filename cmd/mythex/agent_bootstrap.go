@@ -24,6 +24,8 @@ type agentBootstrapFlags struct {
 	timeout      time.Duration
 	startTimeout time.Duration
 	asJSON       bool
+	dockerHost   string
+	dockerLabels []string
 }
 
 func newAgentBootstrapCmd() *cobra.Command {
@@ -57,7 +59,9 @@ input.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.stateDir, "state-dir", "", "the agent's state directory (required)")
-	fl.StringVar(&f.runtime, "runtime", "process", "what runs the services: process")
+	fl.StringVar(&f.runtime, "runtime", "process", "what runs the services: process or docker")
+	fl.StringVar(&f.dockerHost, "docker-host", "", "Docker engine address with --runtime docker (default $DOCKER_HOST or the local socket)")
+	fl.StringSliceVar(&f.dockerLabels, "docker-label", nil, "with --runtime docker: KEY=VALUE labels that scope the host's containers (as the agent's)")
 	fl.StringVar(&f.host, "host", "", "this host's name, for logs (default: the machine's host name)")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up after this long (waiting for the lock and for the services)")
 	fl.DurationVar(&f.startTimeout, "start-timeout", 0, "how long services may take to turn healthy (default: from their healthchecks)")
@@ -94,7 +98,7 @@ func runAgentBootstrap(ctx context.Context, f agentBootstrapFlags, out io.Writer
 		return fmt.Errorf("%w; an agent keeps its definition running itself (mythex agent --bootstrap)", err)
 	}
 	defer func() { _ = release() }()
-	rt, err := newRuntime(f.runtime, stateDir, log)
+	rt, err := newRuntime(ctx, agentFlags{runtime: f.runtime, host: f.host, dockerHost: f.dockerHost, dockerLabels: f.dockerLabels}, stateDir, log)
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,10 @@ reach nothing. --profile before runs its broken ones (every 30s, drain 5s,
 health flip only): the server leaves before the traffic does, and the prober
 counts the requests that reached nothing.
 
+--runtime docker runs the same demo with every service in a container on the
+local Docker engine (examples/docker/compose.yaml; the image, FROM scratch
+with this binary, is built first and removed afterwards with every container).
+
 Every duration is multiplied by --time-scale so the demo ends in well under a
 minute; the relations between them, which are what matter, stay as they are.
 Ctrl-C stops it and every process it started.
@@ -44,6 +48,7 @@ Exit status: 0 when every deploy succeeded and no request reached nothing,
 1 otherwise, 2 for bad flags.`,
 		Example: `  go run ./cmd/mythex demo
   mythex demo --profile before
+  CGO_ENABLED=0 go build -o mythex ./cmd/mythex && ./mythex demo --runtime docker
   mythex demo --deploys 20 --rate 500 --json | jq '{requests, reached_nothing}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -79,6 +84,7 @@ Exit status: 0 when every deploy succeeded and no request reached nothing,
 	fl.Float64Var(&o.Rate, "rate", 200, "load in requests per second during each deploy")
 	fl.IntVar(&o.Deploys, "deploys", 1, "deploys under load (v1 → v2 → v3 …)")
 	fl.BoolVar(&o.Keep, "keep", false, "keep the fleet's directory (config, state, logs) afterwards")
+	fl.StringVar(&o.Runtime, "runtime", demo.RuntimeProcess, "what runs the services: process, or docker (containers on the local Docker engine; needs a CGO_ENABLED=0 mythex)")
 	fl.BoolVar(&asJSON, "json", false, `print {"requests", "reached_nothing", "deploys": [...]} as JSON instead of progress`)
 	return cmd
 }

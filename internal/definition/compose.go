@@ -93,6 +93,21 @@ var supported = []tree.Path{
 	tree.NewPath("services", "*", "healthcheck", "start_period"),
 	tree.NewPath("services", "*", "healthcheck", "start_interval"),
 	tree.NewPath("services", "*", "healthcheck", "disable"),
+	tree.NewPath("services", "*", "ports"),
+	tree.NewPath("services", "*", "ports", "[]"),
+	tree.NewPath("services", "*", "ports", "[]", "target"),
+	tree.NewPath("services", "*", "ports", "[]", "published"),
+	tree.NewPath("services", "*", "ports", "[]", "host_ip"),
+	tree.NewPath("services", "*", "ports", "[]", "protocol"),
+	// mode is swarm's (ingress or host); compose's loader sets it on every
+	// port, and a single engine publishes the same way under either.
+	tree.NewPath("services", "*", "ports", "[]", "mode"),
+	tree.NewPath("services", "*", "networks"),
+	tree.NewPath("services", "*", "networks", "[]"),
+	tree.NewPath("services", "*", "networks", "*"),
+	tree.NewPath("networks"),
+	tree.NewPath("networks", "*"),
+	tree.NewPath("networks", "*", "name"),
 }
 
 var varNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -107,8 +122,10 @@ var varNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 //     variable that is used but not set, without a default, is an error.
 //   - Every service gets MYTHEX_VERSION, MYTHEX_SERVICE and (with a host)
 //     MYTHEX_HOST in its environment.
-//   - Compose attributes mythex does not carry (volumes, ports, networks…)
+//   - Compose attributes mythex does not carry (volumes, network drivers…)
 //     are refused by name, not ignored.
+//   - ports get host_ip 127.0.0.1 unless they name one, and must name a host
+//     port; a service without networks joins "<project>_default".
 //   - healthcheck.test must be exec form (["CMD", …]); CMD-SHELL and plain
 //     strings are refused, since no config string may reach a shell.
 //   - x-mythex.executable and working_dir are made absolute against the
@@ -145,7 +162,8 @@ func Resolve(ctx context.Context, in Input) (*Definition, error) {
 	}
 	project, err := loader.LoadWithContext(ctx, details,
 		func(o *loader.Options) {
-			o.SetProjectName("mythex", true)
+			// The file's name: wins; it names the default network.
+			o.SetProjectName(DefaultProject, false)
 			o.Interpolate.LookupValue = lookup
 			o.Interpolate.Substitute = strictSubstitute(unset)
 		},
@@ -159,7 +177,7 @@ func Resolve(ctx context.Context, in Input) (*Definition, error) {
 	}
 	for _, u := range unsupported {
 		service, field := splitServicePath(u.Path)
-		e.add(service, field, "is not supported by mythex, which would silently ignore it; remove it (mythex carries image, command, entrypoint, environment, env_file, labels, stop_grace_period, restart, healthcheck and x-mythex)")
+		e.add(service, field, "is not supported by mythex, which would silently ignore it; remove it (mythex carries image, command, entrypoint, environment, env_file, labels, ports, networks (only their name), stop_grace_period, restart, healthcheck and x-mythex)")
 	}
 	if err != nil {
 		if len(e.list) > 0 {
@@ -178,7 +196,7 @@ func Resolve(ctx context.Context, in Input) (*Definition, error) {
 		Source:  Source{File: abs, SHA256: sum},
 	}
 	for _, name := range slices.Sorted(maps.Keys(project.Services)) {
-		if s, ok := convertService(e, details.WorkingDir, project.Services[name], d); ok {
+		if s, ok := convertService(e, details.WorkingDir, project.Services[name], project.Networks, d); ok {
 			d.Services = append(d.Services, s)
 		}
 	}
@@ -278,7 +296,7 @@ func splitServicePath(p tree.Path) (service, field string) {
 }
 
 // convertService maps one compose service to a Service; problems go to e.
-func convertService(e *errs, dir string, c types.ServiceConfig, d *Definition) (Service, bool) {
+func convertService(e *errs, dir string, c types.ServiceConfig, networks types.Networks, d *Definition) (Service, bool) {
 	n := c.Name
 	before := len(e.list)
 	s := Service{
@@ -316,6 +334,8 @@ func convertService(e *errs, dir string, c types.ServiceConfig, d *Definition) (
 			s.Labels[k] = v
 		}
 	}
+	s.Ports = convertPorts(e, n, c.Ports)
+	s.Networks = convertNetworks(c.Networks, networks)
 	s.Restart = parseRestart(e, n, c.Restart)
 	s.Process = parseExtension(e, dir, n, c.Extensions)
 	s.Healthcheck = convertHealthcheck(e, n, c.HealthCheck, s.Process)
@@ -491,4 +511,48 @@ func convertHealthcheck(e *errs, service string, hc *types.HealthCheckConfig, p 
 		h.StartInterval = min(DefaultHealthStartInterval, h.Interval)
 	}
 	return h
+}
+
+// convertPorts maps compose ports to Ports: host_ip defaults to
+// DefaultPortHostIP, protocol to tcp; a port without a single host port
+// (published empty, or a range) is refused.
+func convertPorts(e *errs, service string, ports []types.ServicePortConfig) []Port {
+	var out []Port
+	for i, p := range ports {
+		field := fmt.Sprintf("ports[%d]", i)
+		if p.Published == "" {
+			e.add(service, field, "container port %d has no host port; mythex never publishes on a random port (the load balancer must know where the service is): write \"127.0.0.1:<host port>:%d\"", p.Target, p.Target)
+			continue
+		}
+		published, err := strconv.Atoi(p.Published)
+		if err != nil {
+			e.add(service, field+".published", "%q is not a single port; give one host port per container port, e.g. \"127.0.0.1:9111:%d\"", p.Published, p.Target)
+			continue
+		}
+		port := Port{HostIP: p.HostIP, Published: published, Target: int(p.Target), Protocol: p.Protocol}
+		if port.HostIP == "" {
+			port.HostIP = DefaultPortHostIP
+		}
+		if port.Protocol == "" {
+			port.Protocol = "tcp"
+		}
+		out = append(out, port)
+	}
+	return out
+}
+
+// convertNetworks resolves the service's compose networks to Docker network
+// names, sorted. compose's loader has already given a service without
+// networks the project's "default" network.
+func convertNetworks(mine map[string]*types.ServiceNetworkConfig, all types.Networks) []string {
+	var out []string
+	for key := range mine {
+		name := key
+		if n, ok := all[key]; ok && n.Name != "" {
+			name = n.Name
+		}
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
 }

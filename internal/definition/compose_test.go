@@ -200,7 +200,13 @@ func TestResolve_Errors(t *testing.T) {
 		{"healthcheck without test or health_path", svc("    healthcheck:\n      interval: 5s\n"), Input{}, "api", "healthcheck.test", "x-mythex.health_path"},
 		{"disabled healthcheck with health_path", svc("    healthcheck: {disable: true}\n    x-mythex: {executable: /bin/a, port: 1, health_path: /h}\n"), Input{}, "api", "healthcheck.disable", "remove one"},
 		{"unsupported attribute", svc("    volumes: [\"/data:/data\"]\n"), Input{}, "api", "volumes", "not supported"},
-		{"unsupported ports", svc("    ports: [\"8080:80\"]\n"), Input{}, "api", "ports", "not supported"},
+		{"port without host port", svc("    ports: [\"80\"]\n"), Input{}, "api", "ports[0]", "no host port"},
+		{"port range", svc("    ports: [{target: 80, published: \"8080-8081\"}]\n"), Input{}, "api", "ports[0].published", "not a single port"},
+		{"port host_ip not an IP (compose rule)", svc("    ports: [{target: 80, published: \"8080\", host_ip: localhost}]\n"), Input{}, "", "(compose)", "invalid ip address"},
+		{"port published twice", svc("    ports: [\"8080:80\", \"127.0.0.1:8080:81\"]\n"), Input{}, "api", "ports[1]", "published once"},
+		{"unsupported port attribute", svc("    ports: [{target: 80, published: \"8080\", app_protocol: http}]\n"), Input{}, "api", "ports.[].app_protocol", "not supported"},
+		{"unsupported network driver", svc("    networks: [front]\nnetworks:\n  front:\n    driver: overlay\n"), Input{}, "", "networks.front.driver", "not supported"},
+		{"unsupported service network option", svc("    networks:\n      front:\n        aliases: [a]\nnetworks:\n  front: {}\n"), Input{}, "api", "networks.front.aliases", "not supported"},
 		{"unset variable", svc("    environment:\n      X: ${NOPE}\n"), Input{}, "", "(interpolation)", "NOPE is used (line 5) but not set"},
 		{"deployer env does not leak", svc("    environment:\n      X: ${HOME}\n"), Input{}, "", "(interpolation)", "HOME is used"},
 		{"env without value", svc("    environment: [LONELY]\n"), Input{}, "api", "environment.LONELY", "has no value"},
@@ -246,5 +252,54 @@ func TestResolve_MissingFile(t *testing.T) {
 	_, err := Resolve(context.Background(), Input{ComposeFile: filepath.Join(t.TempDir(), "nope.yaml"), Version: "v1"})
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("err = %v, want ErrNotExist", err)
+	}
+}
+
+func TestResolve_PortsAndNetworks(t *testing.T) {
+	cases := []struct {
+		name         string
+		compose      string
+		wantPorts    []Port
+		wantNetworks []string
+	}{
+		{
+			name:         "short syntax gets host_ip 127.0.0.1 and tcp",
+			compose:      "services:\n  api:\n    image: app\n    ports: [\"9111:8080\"]\n",
+			wantPorts:    []Port{{HostIP: "127.0.0.1", Published: 9111, Target: 8080, Protocol: "tcp"}},
+			wantNetworks: []string{"mythex_default"},
+		},
+		{
+			name:         "explicit host_ip and udp kept",
+			compose:      "services:\n  api:\n    image: app\n    ports: [\"0.0.0.0:9111:8080/udp\"]\n",
+			wantPorts:    []Port{{HostIP: "0.0.0.0", Published: 9111, Target: 8080, Protocol: "udp"}},
+			wantNetworks: []string{"mythex_default"},
+		},
+		{
+			name:         "long syntax, in file order",
+			compose:      "services:\n  api:\n    image: app\n    ports:\n      - {target: 81, published: \"9112\"}\n      - {target: 80, published: \"9111\", host_ip: 10.0.0.1, mode: host}\n",
+			wantPorts:    []Port{{HostIP: "127.0.0.1", Published: 9112, Target: 81, Protocol: "tcp"}, {HostIP: "10.0.0.1", Published: 9111, Target: 80, Protocol: "tcp"}},
+			wantNetworks: []string{"mythex_default"},
+		},
+		{
+			name:         "default network named after the compose project",
+			compose:      "name: shop\nservices:\n  api:\n    image: app\n",
+			wantNetworks: []string{"shop_default"},
+		},
+		{
+			name:         "listed networks resolved through their names, sorted",
+			compose:      "name: shop\nservices:\n  api:\n    image: app\n    networks: [front, back]\nnetworks:\n  front: {name: edge}\n  back: {}\n",
+			wantNetworks: []string{"edge", "shop_back"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := resolve(t, tc.compose).Services[0]
+			if !slices.Equal(s.Ports, tc.wantPorts) {
+				t.Errorf("ports = %+v, want %+v", s.Ports, tc.wantPorts)
+			}
+			if !slices.Equal(s.Networks, tc.wantNetworks) {
+				t.Errorf("networks = %v, want %v", s.Networks, tc.wantNetworks)
+			}
+		})
 	}
 }

@@ -93,7 +93,44 @@ type Service struct {
 	// Process is how the process runtime runs the service (x-mythex); nil when
 	// the compose service has no x-mythex.executable.
 	Process *ProcessSpec `json:"process,omitempty"`
+	// Ports are the compose ports the Docker runtime publishes, in file
+	// order. The process runtime ignores them: its service listens on the
+	// host itself (x-mythex.port).
+	Ports []Port `json:"ports,omitempty"`
+	// Networks are the Docker networks the service's container joins, by
+	// their Docker names, sorted: the compose networks it lists, resolved
+	// through the top-level networks (networks.<key>.name), or, when it lists
+	// none, the compose project's default network "<project>_default", where
+	// the project is the compose file's name: (default "mythex") — compose's
+	// own rule, so every host of a fleet shares one network per compose
+	// file. The process runtime ignores them.
+	Networks []string `json:"networks,omitempty"`
 }
+
+// Port is one compose port: the Docker runtime publishes the container's
+// Target port on the host at HostIP:Published (docker run -p
+// host_ip:published:target/protocol).
+type Port struct {
+	// HostIP is the host address the port is published on. Default
+	// DefaultPortHostIP (127.0.0.1), where compose's default is every
+	// interface: mythex publishes on loopback unless the compose file says
+	// host_ip: 0.0.0.0.
+	HostIP string `json:"host_ip"`
+	// Published is the host port, 1–65535. Required: the load balancer
+	// must know where a service is, so a random host port is refused.
+	Published int `json:"published"`
+	// Target is the container port, 1–65535.
+	Target int `json:"target"`
+	// Protocol is "tcp" (default) or "udp".
+	Protocol string `json:"protocol"`
+}
+
+// DefaultPortHostIP is a port's host_ip when the compose file gives none.
+const DefaultPortHostIP = "127.0.0.1"
+
+// DefaultProject is the compose project name when the compose file has no
+// name:; its default network is "mythex_default".
+const DefaultProject = "mythex"
 
 // Restart policy names, as in compose and Docker.
 const (

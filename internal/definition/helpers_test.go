@@ -53,7 +53,9 @@ func testDefinition(t *testing.T, version string) *Definition {
 				Interval: 5 * time.Second, Timeout: 2 * time.Second, Retries: 3,
 				StartPeriod: 10 * time.Second, StartInterval: time.Second,
 			},
-			Process: &ProcessSpec{Executable: "/opt/app/bin/app", WorkingDir: "/opt/app", Port: port, HealthPath: "/healthz"},
+			Process:  &ProcessSpec{Executable: "/opt/app/bin/app", WorkingDir: "/opt/app", Port: port, HealthPath: "/healthz"},
+			Ports:    []Port{{HostIP: DefaultPortHostIP, Published: port, Target: 8080, Protocol: "tcp"}},
+			Networks: []string{"mythex_default"},
 		}
 	}
 	d := &Definition{

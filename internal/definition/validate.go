@@ -3,6 +3,7 @@ package definition
 import (
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -138,6 +139,48 @@ func (s *Service) validate(e *errs, d *Definition) {
 	}
 	s.validateProcess(e)
 	s.validateHealthcheck(e)
+	s.validatePorts(e)
+	s.validateNetworks(e)
+}
+
+func (s *Service) validatePorts(e *errs) {
+	type binding struct {
+		ip       string
+		port     int
+		protocol string
+	}
+	seen := map[binding]int{}
+	for i, p := range s.Ports {
+		field := fmt.Sprintf("ports[%d]", i)
+		if p.Published < 1 || p.Published > 65535 {
+			e.add(s.Name, field+".published", "must be a host port 1–65535, got %d", p.Published)
+		}
+		if p.Target < 1 || p.Target > 65535 {
+			e.add(s.Name, field+".target", "must be a container port 1–65535, got %d", p.Target)
+		}
+		if ip := net.ParseIP(p.HostIP); ip == nil {
+			e.add(s.Name, field+".host_ip", "%q is not an IP address; use 127.0.0.1 (the default) or 0.0.0.0 for every interface", p.HostIP)
+		}
+		if p.Protocol != "tcp" && p.Protocol != "udp" {
+			e.add(s.Name, field+".protocol", "must be tcp or udp, got %q", p.Protocol)
+		}
+		b := binding{p.HostIP, p.Published, p.Protocol}
+		if j, dup := seen[b]; dup {
+			e.add(s.Name, field, "publishes %s:%d/%s again (ports[%d] does already); a host port can be published once", p.HostIP, p.Published, p.Protocol, j)
+		}
+		seen[b] = i
+	}
+}
+
+func (s *Service) validateNetworks(e *errs) {
+	for i, n := range s.Networks {
+		if !nameRE.MatchString(n) {
+			e.add(s.Name, fmt.Sprintf("networks[%d]", i), "network name %q is not valid; use letters, digits, '_', '.', '-', starting with a letter or digit", n)
+		}
+		if i > 0 && s.Networks[i-1] >= n {
+			e.add(s.Name, "networks", "must be sorted and unique, got %q after %q", n, s.Networks[i-1])
+		}
+	}
 }
 
 func checkArgv(e *errs, service, field string, argv []string) {

@@ -37,6 +37,18 @@ func TestDefinition_Validate(t *testing.T) {
 		{"zero interval", func(d *Definition) { d.Services[0].Healthcheck.Interval = 0 }, "api", "healthcheck.interval", "more than 0"},
 		{"zero retries", func(d *Definition) { d.Services[0].Healthcheck.Retries = 0 }, "api", "healthcheck.retries", "at least 1"},
 		{"NUL in argv", func(d *Definition) { d.Services[0].Command = []string{"a\x00b"} }, "api", "command[0]", "NUL"},
+		{"published port out of range", func(d *Definition) {
+			d.Services[0].Ports = []Port{{HostIP: "127.0.0.1", Published: 0, Target: 80, Protocol: "tcp"}}
+		}, "api", "ports[0].published", "1–65535"},
+		{"target port out of range", func(d *Definition) {
+			d.Services[0].Ports = []Port{{HostIP: "127.0.0.1", Published: 80, Target: 70000, Protocol: "tcp"}}
+		}, "api", "ports[0].target", "1–65535"},
+		{"port host_ip empty", func(d *Definition) { d.Services[0].Ports = []Port{{Published: 80, Target: 80, Protocol: "tcp"}} }, "api", "ports[0].host_ip", "not an IP address"},
+		{"port protocol", func(d *Definition) {
+			d.Services[0].Ports = []Port{{HostIP: "127.0.0.1", Published: 80, Target: 80, Protocol: "sctp"}}
+		}, "api", "ports[0].protocol", "tcp or udp"},
+		{"bad network name", func(d *Definition) { d.Services[0].Networks = []string{"a b"} }, "api", "networks[0]", "not valid"},
+		{"networks unsorted", func(d *Definition) { d.Services[0].Networks = []string{"b", "a"} }, "api", "networks", "sorted and unique"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -58,6 +58,10 @@ type Options struct {
 	Mode termui.Mode
 	// Logger receives the load balancer's state changes. Default: discarded.
 	Logger *slog.Logger
+	// Runtime runs the services: RuntimeProcess (default) or RuntimeDocker
+	// (containers on the local Docker engine; Exe must be statically
+	// linked).
+	Runtime string
 	// Adjust, when set, changes the scaled profile before the fleet starts
 	// (tests widen a timeout for a loaded machine).
 	Adjust func(*fleet.Config)
@@ -197,13 +201,20 @@ func Run(ctx context.Context, o Options) (sum Summary, err error) {
 	if o.Keep {
 		sum.Dir = o.Dir
 	}
-	fmt.Fprintf(out, "mythex demo: profile %s (%s), time scale %g, %d hosts × 4 services, %g req/s\n",
-		o.Profile, profileWords(o.Profile), o.TimeScale, o.Hosts, o.Rate)
+	if o.Runtime == "" {
+		o.Runtime = RuntimeProcess
+	}
+	what := "processes"
+	if o.Runtime == RuntimeDocker {
+		what = "containers"
+	}
+	fmt.Fprintf(out, "mythex demo: profile %s (%s), time scale %g, %d hosts × 4 services (%s), %g req/s\n",
+		o.Profile, profileWords(o.Profile), o.TimeScale, o.Hosts, what, o.Rate)
 	hc := cfg.LoadBalancer.HealthCheck
 	fmt.Fprintf(out, "  health check every %v, unhealthy after %d, drain serves %v, drain mode %s\n",
 		hc.Interval, hc.UnhealthyThreshold, cfg.Drain.ServePeriod, cfg.Deploy.DrainMode)
 
-	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: o.Hosts, Exe: o.Exe, Dir: o.Dir, Logger: o.Logger})
+	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: o.Hosts, Exe: o.Exe, Dir: o.Dir, Logger: o.Logger, Runtime: o.Runtime})
 	if err != nil {
 		return sum, err
 	}

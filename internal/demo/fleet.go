@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	dockerexample "github.com/mythex/mythex/examples/docker"
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/fleet"
@@ -47,7 +48,19 @@ type FleetOptions struct {
 	Dir string
 	// Logger receives the load balancer's state changes. Default: discarded.
 	Logger *slog.Logger
+	// Runtime runs the services: RuntimeProcess (default) or RuntimeDocker
+	// (containers of the sample app image on the local Docker engine, from
+	// examples/docker/compose.yaml; Exe must then be statically linked).
+	Runtime string
 }
+
+// Runtimes the demo's agents can use.
+const (
+	// RuntimeProcess runs the services as child processes of the agents.
+	RuntimeProcess = "process"
+	// RuntimeDocker runs them as containers on the local Docker engine.
+	RuntimeDocker = "docker"
+)
 
 // Fleet is a running local fleet. Close it to stop every process it started.
 type Fleet struct {
@@ -59,6 +72,7 @@ type Fleet struct {
 	LB *lb.Server
 
 	dir      string
+	docker   *dockerFleet // nil on the process runtime
 	agents   []*exec.Cmd
 	exited   []chan struct{}
 	lbCancel context.CancelFunc
@@ -112,7 +126,27 @@ func StartFleet(ctx context.Context, o FleetOptions) (_ *Fleet, err error) {
 			},
 		})
 	}
-	if err := os.WriteFile(filepath.Join(o.Dir, "compose.yaml"), composeYAML, 0o644); err != nil {
+	compose := composeYAML
+	switch o.Runtime {
+	case "", RuntimeProcess:
+	case RuntimeDocker:
+		if f.docker, err = startDocker(ctx, o.Exe); err != nil {
+			return nil, err
+		}
+		compose = dockerexample.Compose
+		for i := range cfg.Hosts {
+			v := cfg.Hosts[i].Vars
+			v["IMAGE"] = f.docker.repo
+			// Docker's check execs the mythex binary inside the container:
+			// on a busy machine that alone can take longer than the LB's
+			// scaled-down timeout. The LB's own checks keep their numbers.
+			v["HEALTH_TIMEOUT"] = dockerHealthTimeout.String()
+			v["HEALTH_START_PERIOD"] = dockerStartTimeout.String()
+		}
+	default:
+		return nil, fmt.Errorf("%w: runtime %q; use %s or %s", fleet.ErrInvalid, o.Runtime, RuntimeProcess, RuntimeDocker)
+	}
+	if err := os.WriteFile(filepath.Join(o.Dir, "compose.yaml"), compose, 0o644); err != nil {
 		return nil, err
 	}
 	b, err := fleet.Encode(cfg)
@@ -176,8 +210,16 @@ func (f *Fleet) startAgent(exe string, h fleet.Host) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(exe, "agent", "-f", f.Loaded.Path, "--host", h.Name,
-		"--state-dir", filepath.Join(f.dir, "hosts", h.Name), "--stop-services-on-exit")
+	args := []string{"agent", "-f", f.Loaded.Path, "--host", h.Name,
+		"--state-dir", filepath.Join(f.dir, "hosts", h.Name), "--stop-services-on-exit"}
+	if f.docker != nil {
+		// The agent starts a host's four containers one after another, each
+		// taking the engine a second or more, and its start timeout counts
+		// from the first: give it room (a container that exits still fails
+		// the start at once).
+		args = append(args, "--runtime", RuntimeDocker, "--docker-label", f.docker.label, "--start-timeout", dockerStartTimeout.String())
+	}
+	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), "MYTHEX_AGENT_TOKEN="+f.AgentToken, "MYTHEX_LB_TOKEN="+f.LBToken)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Its own process group (Ctrl-C reaches the demo, which stops the agents
@@ -228,6 +270,11 @@ func (f *Fleet) Deploy(ctx context.Context, version string, vars map[string]stri
 		v := maps.Clone(loaded.Hosts[i].Vars)
 		maps.Copy(v, vars)
 		loaded.Hosts[i].Vars = v
+	}
+	if f.docker != nil {
+		if err := f.docker.tag(ctx, version); err != nil {
+			return deploy.Result{}, err
+		}
 	}
 	o, err := deploy.ForFleet(ctx, &loaded, version, f.AgentToken, f.LBToken)
 	if err != nil {
@@ -294,6 +341,9 @@ func (f *Fleet) Close() error {
 		if err := <-f.lbDone; err != nil && !errors.Is(err, context.Canceled) {
 			errs = append(errs, err)
 		}
+	}
+	if f.docker != nil {
+		errs = append(errs, f.docker.close())
 	}
 	return errors.Join(errs...)
 }

@@ -10,8 +10,11 @@
 // new instance, and a stopped instance is kept, restorable, until Prune drops
 // it. At most one instance per service name runs at a time.
 //
-// A runtime never restarts anything by itself: an instance that exits on its
-// own is reported as exited (State, ExitCode), and the watchdog decides.
+// A runtime does not restart anything by itself: an instance that exits on
+// its own is reported as exited (State, ExitCode), and the watchdog decides.
+// The one exception is the Docker runtime, which hands the compose restart
+// policy to Docker: while Docker restarts a container, it reports
+// StateRestarting, which the watchdog leaves alone.
 package runtime
 
 import (
@@ -93,6 +96,15 @@ const (
 	StateExited State = "exited"
 	// StateStopped: it ended because Stop asked it to.
 	StateStopped State = "stopped"
+	// StateRestarting: it exited and the runtime's own restart policy is
+	// bringing it back (Docker's "restarting": a container with restart
+	// always, on-failure or unless-stopped, waiting out its restart delay).
+	// Only the Docker runtime reports it; the process runtime never restarts
+	// anything. Not running, yet not the watchdog's business either: the
+	// runtime is already restarting it, so a watchdog must not count it as a
+	// strike nor start it a second time. Start of its spec does nothing;
+	// Stop cancels the restart.
+	StateRestarting State = "restarting"
 )
 
 // ServiceStatus is what a runtime knows about one instance.
@@ -106,7 +118,7 @@ type ServiceStatus struct {
 	SpecHash string `json:"spec_hash"`
 	// Version is the release version the instance runs.
 	Version string `json:"version"`
-	// State is running, exited or stopped.
+	// State is running, exited, stopped or (Docker runtime) restarting.
 	State State `json:"state"`
 	// PID is the process id of the instance's main process (the process
 	// runtime; for Docker the container's init as the host sees it); 0 when
@@ -123,7 +135,8 @@ type ServiceStatus struct {
 	// Signal names the signal that ended it ("SIGKILL"), if one did.
 	Signal string `json:"signal,omitempty"`
 	// RestartCount is how many times this instance was started again after
-	// the first start (Start of a stopped or exited instance).
+	// the first start (Start of a stopped or exited instance; for Docker,
+	// also the restarts of its restart policy).
 	RestartCount int `json:"restart_count"`
 	// Health is the instance's health from its healthcheck, Docker's states;
 	// HealthNone when it has no healthcheck or is not running.

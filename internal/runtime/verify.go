@@ -58,6 +58,10 @@ func verifyService(svc definition.Service, statuses []ServiceStatus) ServiceChec
 	case running == nil && newest == nil:
 		c.Reason = "not running: the runtime has no instance of it"
 		return c
+	case running == nil && newest.State == StateRestarting:
+		c.Status = *newest
+		c.Reason = fmt.Sprintf("not running: %s exited with code %d and its restart policy is restarting it", newest.ID, newest.ExitCode)
+		return c
 	case running == nil:
 		c.Status = *newest
 		c.Reason = fmt.Sprintf("not running: %s %s with code %d", newest.ID, newest.State, newest.ExitCode)
