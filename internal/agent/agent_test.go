@@ -355,3 +355,33 @@ func TestAgent_ExpiredLeaseReturnsHostToLastGood(t *testing.T) {
 		t.Errorf("the dead deploy's lease still works: %v", err)
 	}
 }
+
+func TestAgent_MarkGoodPrunesAllButCurrentPreviousAndLastGood(t *testing.T) {
+	h := newTestHost(t)
+	ctx := ctxT(t)
+	l, _ := h.client.AcquireLease(ctx, false, "test", time.Minute)
+	for _, v := range []string{"v1", "v2", "v3"} {
+		h.deployV(t, ctx, l.ID, h.def(v, nil))
+		if err := h.client.MarkGood(ctx, l.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := h.client.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions := map[string]int{}
+	for _, s := range st.Services {
+		versions[s.Version]++
+	}
+	if versions["v1"] != 0 || versions["v2"] != 2 || versions["v3"] != 2 {
+		t.Errorf("instances by version = %v; want v1 pruned, v2 (previous) and v3 (current, last good) kept", versions)
+	}
+	// The previous version is still restorable after the prune.
+	if _, err := h.client.Rollback(ctx, l.ID); err != nil {
+		t.Fatalf("rollback to v2 after prune: %v", err)
+	}
+	if rep, _ := h.client.Verify(ctx, nil, "v2"); !rep.OK {
+		t.Errorf("v2 after rollback: %+v", rep)
+	}
+}

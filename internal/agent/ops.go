@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"time"
 
@@ -55,7 +56,7 @@ func (a *Agent) Drain(ctx context.Context, names []string) error {
 	a.drainMu.Lock()
 	defer a.drainMu.Unlock()
 	for _, s := range sts {
-		if !s.Running() || (len(names) > 0 && !slices.Contains(names, s.Name)) {
+		if !active(s) || (len(names) > 0 && !slices.Contains(names, s.Name)) {
 			continue
 		}
 		if _, ok := a.draining[s.Name]; ok {
@@ -93,7 +94,7 @@ func (a *Agent) stopAll(ctx context.Context) (agentapi.StopReport, error) {
 	a.draining = map[string]chan stopOutcome{}
 	a.drainMu.Unlock()
 	for _, s := range sts {
-		if !s.Running() {
+		if !active(s) {
 			continue
 		}
 		if _, ok := pending[s.Name]; ok {
@@ -174,19 +175,16 @@ func (a *Agent) Start(ctx context.Context) (agentapi.StartReport, error) {
 
 func (a *Agent) startDef(ctx context.Context, d *definition.Definition) (agentapi.StartReport, error) {
 	begin := a.clock.Now()
-	for _, svc := range d.Services {
-		err := a.rt.Start(ctx, svc)
-		if errors.Is(err, runtime.ErrConflict) {
-			// Another spec of this service still runs (a deploy that skipped
-			// stop, a manual start): stop it within its grace, then start.
-			if _, serr := a.rt.Stop(ctx, svc.Name, runtime.UseSpecGrace); serr != nil {
-				return agentapi.StartReport{}, fmt.Errorf("start %s: stop the other instance: %w", svc.Name, serr)
-			}
-			err = a.rt.Start(ctx, svc)
-		}
-		if err != nil {
-			return agentapi.StartReport{}, fmt.Errorf("start %s: %w", svc.Name, err)
-		}
+	// Services start side by side: a host's start costs its slowest service,
+	// not the sum (container starts take seconds each).
+	errs := make([]error, len(d.Services))
+	var wg sync.WaitGroup
+	for i, svc := range d.Services {
+		wg.Go(func() { errs[i] = a.startOne(ctx, svc) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return agentapi.StartReport{}, err
 	}
 	deadline := begin.Add(a.startTimeout(d))
 	ready := map[string]float64{}
@@ -228,6 +226,29 @@ func (a *Agent) startDef(ctx context.Context, d *definition.Definition) (agentap
 	}
 	a.log.Info("services started", "version", d.Version, "services", len(d.Services), "took", a.clock.Since(begin))
 	return rep, nil
+}
+
+// startOne starts svc; another spec of it that still runs (a deploy that
+// skipped stop, a manual start) is stopped within its grace first.
+func (a *Agent) startOne(ctx context.Context, svc definition.Service) error {
+	err := a.rt.Start(ctx, svc)
+	if errors.Is(err, runtime.ErrConflict) {
+		if _, serr := a.rt.Stop(ctx, svc.Name, runtime.UseSpecGrace); serr != nil {
+			return fmt.Errorf("start %s: stop the other instance: %w", svc.Name, serr)
+		}
+		err = a.rt.Start(ctx, svc)
+	}
+	if err != nil {
+		return fmt.Errorf("start %s: %w", svc.Name, err)
+	}
+	return nil
+}
+
+// active reports whether an instance is running or being restarted by its
+// platform (Docker's restart policy): either way, stopping the host must
+// stop it.
+func active(s runtime.ServiceStatus) bool {
+	return s.Running() || s.State == runtime.StateRestarting
 }
 
 func mustSpec(d *definition.Definition, name string) string {
@@ -327,7 +348,7 @@ func (a *Agent) Rollback(ctx context.Context) (agentapi.StartReport, error) {
 }
 
 // MarkGood records the current definition as the host's last known good.
-func (a *Agent) MarkGood(context.Context) error {
+func (a *Agent) MarkGood(ctx context.Context) error {
 	a.opMu.Lock()
 	defer a.opMu.Unlock()
 	d, err := a.store.Current()
@@ -337,7 +358,32 @@ func (a *Agent) MarkGood(context.Context) error {
 	if err != nil {
 		return err
 	}
-	return a.store.MarkGood(d.Hash)
+	if err := a.store.MarkGood(d.Hash); err != nil {
+		return err
+	}
+	a.prune(ctx)
+	return nil
+}
+
+// prune drops the stopped instances (processes' records, containers) of
+// every version but the current, the previous and the last known good, now
+// that the current one is verified. A failure is logged, never fatal: it
+// only leaves old stopped instances behind.
+func (a *Agent) prune(ctx context.Context) {
+	var keep []string
+	for _, ref := range []definition.Ref{definition.RefCurrent, definition.RefPrevious, definition.RefLastGood} {
+		if d, err := a.store.Get(ref); err == nil {
+			keep = append(keep, d.SpecHashes()...)
+		}
+	}
+	ids, err := a.rt.Prune(ctx, keep...)
+	if err != nil {
+		a.log.Warn("prune old instances", "err", err)
+		return
+	}
+	if len(ids) > 0 {
+		a.log.Info("pruned old stopped instances", "ids", ids)
+	}
 }
 
 // recover runs when a deploy's host lease expires, with the host lock held:
