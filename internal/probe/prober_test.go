@@ -361,6 +361,11 @@ func TestProber_Lifecycle(t *testing.T) {
 		if err := q.Start(t.Context()); !errors.Is(err, ErrStopped) {
 			t.Errorf("Start after Stop = %v, want ErrStopped", err)
 		}
+		select {
+		case <-q.Done():
+		default:
+			t.Error("Done not closed by Stop before Start")
+		}
 	})
 }
 
