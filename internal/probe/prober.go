@@ -228,6 +228,10 @@ func (p *Prober) loop(ctx context.Context) {
 	}()
 	w := p.newWaiter(ctx)
 	defer w.close()
+	if w.stopped() { // ctx ended (or Stop came) before the first send
+		p.sendEnd = p.sched.start
+		return
+	}
 	var next int64
 	for {
 		n := p.sched.dueBy(p.clock.Now())

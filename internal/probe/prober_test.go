@@ -418,3 +418,19 @@ func TestRun_Classes(t *testing.T) {
 		})
 	}
 }
+
+func TestProber_StartWithEndedContextSendsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		target := &fakeTarget{}
+		p := mustNew(t, Config{URL: "http://target/", Rate: 10, Duration: time.Second}, Deps{Clock: clockwork.NewRealClock(), Transport: target})
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if err := p.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		<-p.Done()
+		if r := p.Stop(); r.Requests != 0 || target.received.Load() != 0 {
+			t.Errorf("sent %d requests with an ended context", r.Requests)
+		}
+	})
+}
