@@ -238,7 +238,7 @@ func TestMeasureCmd_ExitCodes(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := runMythex(t, append([]string{"measure", "--rate", "20", "--duration", "1s", "--json", "--quiet"}, tc.args...)...)
+			r := runMythex(t, append([]string{"measure", "--rate", "40", "--duration", "500ms", "--json", "--quiet"}, tc.args...)...)
 			if r.code != tc.code {
 				t.Fatalf("exit %d, want %d\nstderr:\n%s", r.code, tc.code, r.stderr)
 			}

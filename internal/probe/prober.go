@@ -171,8 +171,9 @@ func (p *Prober) InFlight() int { return int(p.inflight.Load()) }
 
 // Stop stops sending, waits for the requests in flight (each ends within
 // Config.Timeout), closes the default transport's idle connections, delivers
-// the remaining seconds to Deps.OnBucket and returns the Report. Later calls return the same Report. Stop before Start
-// returns an empty Report and makes Start fail.
+// the remaining seconds to Deps.OnBucket and returns the Report. Later calls
+// return the same Report. Stop before Start returns an empty Report, closes
+// Done and makes Start fail.
 func (p *Prober) Stop() Report {
 	p.stopOnce.Do(func() {
 		p.mu.Lock()
@@ -183,6 +184,7 @@ func (p *Prober) Stop() Report {
 		p.report = Report{URL: p.tmpl.URL.String(), Rate: p.cfg.Rate, MaxInFlight: p.cfg.MaxInFlight}
 		if !started {
 			p.report.Buckets = []Bucket{}
+			close(p.loopDone)
 			return
 		}
 		<-p.loopDone
@@ -226,6 +228,10 @@ func (p *Prober) loop(ctx context.Context) {
 	}()
 	w := p.newWaiter(ctx)
 	defer w.close()
+	if w.stopped() { // ctx ended (or Stop came) before the first send
+		p.sendEnd = p.sched.start
+		return
+	}
 	var next int64
 	for {
 		n := p.sched.dueBy(p.clock.Now())

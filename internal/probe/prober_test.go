@@ -361,6 +361,11 @@ func TestProber_Lifecycle(t *testing.T) {
 		if err := q.Start(t.Context()); !errors.Is(err, ErrStopped) {
 			t.Errorf("Start after Stop = %v, want ErrStopped", err)
 		}
+		select {
+		case <-q.Done():
+		default:
+			t.Error("Done not closed by Stop before Start")
+		}
 	})
 }
 
@@ -412,4 +417,20 @@ func TestRun_Classes(t *testing.T) {
 			})
 		})
 	}
+}
+
+func TestProber_StartWithEndedContextSendsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		target := &fakeTarget{}
+		p := mustNew(t, Config{URL: "http://target/", Rate: 10, Duration: time.Second}, Deps{Clock: clockwork.NewRealClock(), Transport: target})
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if err := p.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		<-p.Done()
+		if r := p.Stop(); r.Requests != 0 || target.received.Load() != 0 {
+			t.Errorf("sent %d requests with an ended context", r.Requests)
+		}
+	})
 }
