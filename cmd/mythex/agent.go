@@ -111,7 +111,6 @@ agent bootstrap).`,
 	fl.DurationVar(&f.watchdogInterval, "watchdog-interval", 0, "W, the time between watchdog rounds (default watchdog.interval with -f, else 60s)")
 	fl.IntVar(&f.watchdogFailures, "watchdog-failures", 0, "K, consecutive failed checks before a heal (default watchdog.failures_before_heal with -f, else 4)")
 	fl.BoolVar(&f.bootstrap, "bootstrap", false, "first make the current definition run, under the host lock (use under systemd with the process runtime)")
-	_ = fl.MarkHidden("stop-services-on-exit")
 	_ = cmd.MarkFlagRequired("state-dir")
 	cmd.AddCommand(newAgentBootstrapCmd(), newAgentMaintenanceCmd())
 	return cmd
@@ -128,16 +127,14 @@ func runAgent(ctx context.Context, f agentFlags) error {
 		f.host, _ = os.Hostname()
 	}
 	policy := watchdog.Policy{}
+	drainMax := fleet.Default().Drain.Max
 	if f.file != "" {
 		cfg, err := fleet.Load(f.file)
 		if err != nil {
 			return err
 		}
 		policy = watchdog.PolicyFrom(cfg.Watchdog)
-		if patience := time.Duration(policy.FailuresBeforeHeal-1) * policy.Interval; f.watchdogInterval == 0 && f.watchdogFailures == 0 && patience < cfg.Drain.Max {
-			log.Warn("watchdog patience (failures_before_heal − 1) × interval is shorter than drain.max: without the host lock a draining service would be healed; run mythex check",
-				"patience", patience, "drain_max", cfg.Drain.Max)
-		}
+		drainMax = cfg.Drain.Max
 		h, ok := findHost(&cfg.Config, f.host)
 		if !ok {
 			return usagef("--host %q is not in %s (hosts: %s)", f.host, f.file, hostNames(&cfg.Config))
@@ -176,6 +173,10 @@ func runAgent(ctx context.Context, f agentFlags) error {
 			return usagef("--watchdog-interval/--watchdog-failures: %v", err)
 		}
 		wdPolicy = &policy
+		if patience := time.Duration(policy.FailuresBeforeHeal-1) * policy.Interval; patience < drainMax {
+			log.Warn("watchdog-patience fails: (failures_before_heal − 1) × interval is shorter than drain.max, so a service draining for a deploy would look dead to a watchdog that did not respect the host lock; mythex check explains",
+				"failures_before_heal", policy.FailuresBeforeHeal, "interval", policy.Interval, "patience", patience, "drain_max", drainMax)
+		}
 	}
 	release, err := agent.ClaimStateDir(stateDir, "agent")
 	if err != nil {

@@ -36,6 +36,24 @@ func (c *agentConnFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&c.asJSON, "json", false, "print the agent's answer as JSON")
 }
 
+// again repeats the flags that named the agent, for a hint to run next.
+func (c *agentConnFlags) again() string {
+	var s string
+	if c.file != "" {
+		s += " -f " + c.file
+	}
+	if c.host != "" {
+		s += " --host " + c.host
+	}
+	if c.agent != "" {
+		s += " --agent " + c.agent
+	}
+	if c.tokenFile != "" {
+		s += " --token-file " + c.tokenFile
+	}
+	return s
+}
+
 // client returns a client for the agent the flags name.
 func (c *agentConnFlags) client() (*agentapi.Client, string, error) {
 	token, err := auth.LoadToken(c.tokenFile, agentTokenEnv)
@@ -125,8 +143,8 @@ Without a subcommand it shows the maintenance window in force.`,
 			}
 			return printMaintenance(os.Stdout, conn.asJSON, rep, func(w io.Writer) {
 				m := rep.Maintenance
-				fmt.Fprintf(w, "%s: maintenance on until %s (%s): %s (by %s)\nthe watchdog reports but heals nothing until then; end it early with: mythex agent maintenance off\n",
-					name, m.Until.Local().Format(time.RFC3339), on.d, m.Reason, orDash(m.By))
+				fmt.Fprintf(w, "%s: maintenance on until %s (%s): %s (by %s)\nthe watchdog reports but heals nothing until then; end it early with: mythex agent maintenance%s off\n",
+					name, m.Until.Local().Format(time.RFC3339), on.d, m.Reason, orDash(m.By), conn.again())
 			})
 		},
 	}

@@ -52,6 +52,20 @@ Exit status: 0 when every deploy succeeded and no request reached nothing,
   mythex demo --deploys 20 --rate 500 --json | jq '{requests, reached_nothing}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case o.Hosts < 2:
+				return usagef("--hosts %d: a rolling deploy that drops nothing needs at least 2 hosts (one serves while the other is deployed)", o.Hosts)
+			case o.Hosts > 20:
+				return usagef("--hosts %d: at most 20 on one machine", o.Hosts)
+			case o.Rate <= 0 || o.Rate > 20000:
+				return usagef("--rate %g: give requests per second, more than 0 and at most 20000", o.Rate)
+			case o.Deploys < 1:
+				return usagef("--deploys %d: give at least 1", o.Deploys)
+			case cmd.Flags().Changed("time-scale") && (o.TimeScale <= 0 || o.TimeScale > 10):
+				return usagef("--time-scale %g: give a factor more than 0 and at most 10 (1 runs the real numbers)", o.TimeScale)
+			case o.Profile != demo.ProfileAfter && o.Profile != demo.ProfileBefore:
+				return usagef("--profile %q: use after or before", o.Profile)
+			}
 			var out io.Writer = os.Stdout
 			o.Mode = termui.Plain
 			switch {
@@ -100,8 +114,15 @@ func printDemoSummary(w io.Writer, s demo.Summary) {
 		p := d.Probe
 		fmt.Fprintf(w, "  requests %d · reached nothing %d · drain signals %d · app errors %d · ok %d · p99 %.1fms\n",
 			p.Requests, p.ReachedNothing, p.DrainSignals, p.AppErrors, p.OK, p.P99Millis)
-		if p.LateSends > 0 || p.Unsent > 0 {
-			fmt.Fprintf(w, "  (the prober fell behind: %d sends late, %d not sent — the machine is busy)\n", p.LateSends, p.Unsent)
+		if len(p.Reasons) > 0 {
+			var rs []string
+			for _, r := range p.Reasons {
+				rs = append(rs, fmt.Sprintf("%s ×%d", r.What, r.Count))
+			}
+			fmt.Fprintf(w, "  not ok: %s\n", strings.Join(rs, ", "))
+		}
+		if late := float64(p.LateSends) / float64(max(p.Requests, 1)); late > 0.05 || p.Unsent > 0 {
+			fmt.Fprintf(w, "  (the prober fell behind: %.0f%% of sends late, %d not sent — the machine is busy; timeouts then say more about it than about the deploy)\n", 100*late, p.Unsent)
 		}
 		var vs []string
 		for _, sp := range d.Versions {

@@ -26,6 +26,7 @@ type deployFlags struct {
 	lbTokenFile    string
 	holder         string
 	targetServices []string
+	allowDowntime  bool
 }
 
 func newDeployCmd() *cobra.Command {
@@ -80,6 +81,7 @@ or another deploy in progress — nothing was changed.`,
 	fl.StringVar(&f.lbTokenFile, "lb-token-file", "", "file holding the load balancer's admin token")
 	fl.StringVar(&f.holder, "holder", "", "who deploys, shown in leases (default: deploy V by $USER)")
 	fl.StringSliceVar(&f.targetServices, "target-service", []string{"gateway"}, "services the load balancer routes to (flipped to 503 in health drain mode)")
+	fl.BoolVar(&f.allowDowntime, "allow-downtime", false, "deploy even when a batch takes every host out of rotation (a single host, or deploy.batch_size ≥ hosts)")
 	_ = cmd.MarkFlagRequired("version")
 	return cmd
 }
@@ -89,7 +91,8 @@ func deployExit(res deploy.Result, err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, deploy.ErrPreflight), errors.Is(err, deploy.ErrInProgress):
+	case errors.Is(err, deploy.ErrPreflight), errors.Is(err, deploy.ErrInProgress),
+		errors.Is(err, fleet.ErrInvalid), isUsageError(err):
 		return withCode(exitBadUse, err)
 	default:
 		return withCode(exitFailed, err)
@@ -129,7 +132,7 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 		mode = termui.TTY
 	}
 	r := termui.NewDeployRenderer(out, mode)
-	o.Holder, o.TargetServices, o.Observer = holder, f.targetServices, r
+	o.Holder, o.TargetServices, o.Observer, o.AllowDowntime = holder, f.targetServices, r, f.allowDowntime
 	d, err := deploy.New(o)
 	if err != nil {
 		r.Close()
@@ -137,10 +140,11 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 	}
 	res, err := d.Run(ctx)
 	r.Close()
-	if f.asJSON {
+	switch {
+	case f.asJSON:
 		b, _ := json.Marshal(res)
 		fmt.Fprintf(out, "%s\n", b)
-	} else {
+	case len(res.Hosts) > 0:
 		printDeploySummary(out, res, err)
 	}
 	return res, err
@@ -169,8 +173,8 @@ func printDeploySummary(w io.Writer, res deploy.Result, err error) {
 		fmt.Fprintf(w, "%-10s %-8s %8.2fs %8.2fs %6s  %s\n", h.Host, result, h.Seconds, h.BoundSeconds, ratio, strings.Join(ph, ", "))
 	}
 	b := res.Bound
-	fmt.Fprintf(w, "bound per host = drain %.2fs + stop %.2fs + start %.2fs + healthy %.2fs (serve period after SIGTERM, healthy threshold × interval)\n",
-		b.Drain.Seconds(), b.Stop.Seconds(), b.Start.Seconds(), b.Healthy.Seconds())
+	fmt.Fprintf(w, "bound per host = drain %.2fs + stop %.2fs + start %.2fs + healthy %.2fs: the least any deploy of these numbers can take (%s)\n",
+		b.Drain.Seconds(), b.Stop.Seconds(), b.Start.Seconds(), b.Healthy.Seconds(), b.Explain())
 	if err == nil {
 		fmt.Fprintf(w, "deployed %s to %d hosts in %.2fs, verified on every host\n", res.Version, len(res.Hosts), res.Seconds)
 	}

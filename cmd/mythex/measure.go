@@ -76,7 +76,7 @@ incomplete (probe errors, unsent requests, interrupted).`,
 
   # gate a deploy in CI: fail if a single request reached nothing
   mythex measure --url http://lb.internal/ --rate 200 --max-dropped 0 --json \
-      -- mythex deploy -f mythex.yml
+      -- mythex deploy -f mythex.yml --version "$V"
 
   # watch a target's health endpoint: its 503s are drain signals, not errors
   mythex measure --url http://10.0.0.5:8081/healthz --rate 20 --duration 60s`,

@@ -41,8 +41,8 @@ func (t *publishTarget) addFlags(fs *pflag.FlagSet, withPlatform bool) {
 	if !withPlatform {
 		return
 	}
-	fs.StringVar(&t.platform, "platform", "local", "machines platform: local (processes under `mythex publish local-platform`), fly (Fly Machines API) or docker (Docker Engine)")
-	fs.StringVar(&t.localAPI, "local-api", "", "URL of the local platform's API (default: read from the state dir, written by `mythex publish local-platform`)")
+	fs.StringVar(&t.platform, "platform", "local", "machines platform: local (processes under mythex publish local-platform), fly (Fly Machines API) or docker (Docker Engine)")
+	fs.StringVar(&t.localAPI, "local-api", "", "URL of the local platform's API (default: read from the state dir, written by mythex publish local-platform)")
 	fs.StringVar(&t.flyURL, "fly-api-url", fly.DefaultBaseURL, "Fly Machines API base URL")
 	fs.StringVar(&t.flyToken, "fly-token", "", "Fly API token (default $"+fly.TokenEnv+")")
 	fs.StringVar(&t.lbAdmin, "lb-admin", "", "the load balancer's admin API URL (mythex lb); with it, publishes are blue-green: traffic stays on the old machines until the new release is live")
@@ -211,8 +211,12 @@ func newPublishCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "publish --app NAME --image REF [flags]",
 		Short: "Publish a release onto a machines platform and judge it: live, or failed and rolled back",
-		Long: `publish moves an app's machines to a new release while the previous release
-keeps serving, then judges it (DESIGN §4, docs/publish.md):
+		Long: `publish moves an app's machines to a new release and judges it
+(docs/publish.md). With --lb-admin the previous release keeps serving until
+the new one is live (blue-green); without it the machines are updated in
+place, and a failing release costs the time it takes to roll back.
+
+The verdict:
 
   look twice      when a machine reads started, wait and look again
   crash loop      fail when the platform stopped restarting a machine

@@ -142,10 +142,10 @@ that were running.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&stateDir, "state-dir", defaultStateDir(), "state dir shared with `mythex publish` ($MYTHEX_STATE_DIR)")
+	fs.StringVar(&stateDir, "state-dir", defaultStateDir(), "state dir shared with \"mythex publish\" ($MYTHEX_STATE_DIR)")
 	fs.StringVar(&listen, "listen", "127.0.0.1:0", "loopback address of the platform's API (port 0: any free port)")
 	fs.IntVar(&maxEvents, "max-events", 5, "events kept per machine, newest first (the write-up's platform kept 5)")
-	fs.DurationVar(&stopTimeout, "stop-timeout", 10*time.Second, "grace after SIGTERM before SIGKILL when a machine is stopped")
+	fs.DurationVar(&stopTimeout, "stop-timeout", 30*time.Second, "grace after SIGTERM before SIGKILL when a machine is stopped (the sample app drains for 15s, then shuts down within 10s)")
 	fs.DurationVar(&restartDelay, "restart-delay", 200*time.Millisecond, "pause before the platform restarts a machine that exited")
 	return cmd
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -61,6 +62,7 @@ measures a deploy by the requests that reached nothing.`,
 		return &usageError{msg: err.Error()}
 	})
 	root.AddCommand(
+		newVersionCmd(),
 		newCheckCmd(),
 		newSampleAppCmd(),
 		newLBCmd(),
@@ -77,7 +79,8 @@ measures a deploy by the requests that reached nothing.`,
 // run executes the CLI with args and returns the process exit code. Errors are
 // mapped to exit codes here, at one boundary.
 func run(args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGPIPE too: `mythex demo | head` must still stop what it started.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE)
 	defer stop()
 	root := newRootCmd()
 	root.SetArgs(args)
@@ -93,10 +96,36 @@ func run(args []string) int {
 		return ee.code
 	}
 	fmt.Fprintln(os.Stderr, "mythex:", err)
-	if errors.Is(err, fleet.ErrInvalid) || isUsageError(err) {
+	if errors.Is(err, fleet.ErrInvalid) || isUsageError(err) || isCobraUsage(err) {
 		return exitBadUse
 	}
 	return exitFailed
+}
+
+// cobraUsage are the beginnings of the errors cobra itself returns for bad
+// command lines (it exports no types for them): a missing required flag, an
+// unknown command, wrong arguments.
+var cobraUsage = []string{
+	"required flag(s)",
+	"unknown command",
+	"unknown flag",
+	"unknown shorthand flag",
+	"accepts ",
+	"requires at least",
+	"invalid argument",
+	"flag needs an argument",
+	"if any flags in the group",
+}
+
+// isCobraUsage tells cobra's command-line errors (exit 2) apart.
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range cobraUsage {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // isUsageError tells cobra's flag and argument errors apart from failures.

@@ -85,6 +85,16 @@ type ProbeSummary struct {
 	Unsent         int64   `json:"unsent"`
 	P99Millis      float64 `json:"p99_ms"`
 	MaxMillis      float64 `json:"max_ms"`
+	// Reasons break down every request that was not ok, by class and reason
+	// (refused, timeout, lb 503 no-targets …), most frequent first.
+	Reasons []ReasonCount `json:"reasons,omitempty"`
+}
+
+// ReasonCount is how many requests ended one way.
+type ReasonCount struct {
+	Class string `json:"class"`
+	What  string `json:"what"`
+	Count int64  `json:"count"`
 }
 
 // DeployReport is one deploy under load.
@@ -295,6 +305,16 @@ func deployUnderLoad(ctx context.Context, f *Fleet, o Options, from, version str
 		P99Millis: ms(report.Latency.P99), MaxMillis: ms(report.Latency.Max),
 	}
 	rep.Versions = spans(report.Buckets)
+	for _, r := range report.Reasons {
+		what := r.Reason.String()
+		if r.Detail != "" {
+			what += " " + r.Detail
+		} else if r.Status != 0 {
+			what += fmt.Sprintf(" %d", r.Status)
+		}
+		rep.Probe.Reasons = append(rep.Probe.Reasons, ReasonCount{Class: r.Class.String(), What: what, Count: r.Count})
+	}
+	slices.SortFunc(rep.Probe.Reasons, func(a, b ReasonCount) int { return int(b.Count - a.Count) })
 	if ctx.Err() != nil {
 		return rep, ctx.Err()
 	}

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/mythex/mythex/internal/fleet"
@@ -14,18 +15,38 @@ type Bound struct {
 	// deregistered through the embedded LB's API (it leaves rotation at once),
 	// (U−1)·I when only the health check flips (the first failing check may
 	// come right after the flip; U are needed).
-	Drain time.Duration `json:"drain_seconds"`
+	Drain time.Duration `json:"-"`
 	// Stop is the least time until the old service has exited: it keeps serving
 	// for the drain serve period D (+ pre_stop) after SIGTERM, so the drain and
 	// stop phases together last at least that.
-	Stop time.Duration `json:"stop_seconds"`
+	Stop time.Duration `json:"-"`
 	// Start is 0: the bound does not charge the service's own boot.
-	Start time.Duration `json:"start_seconds"`
+	Start time.Duration `json:"-"`
 	// Healthy is 0 when the target is registered again (an ALB, and mythex
 	// lb, call a newly registered target healthy after one passed check, run
 	// at registration), and (H−1)·I when it stayed registered and must come
 	// back from unhealthy: H consecutive passing checks, the first right away.
-	Healthy time.Duration `json:"healthy_seconds"`
+	Healthy time.Duration `json:"-"`
+}
+
+// MarshalJSON writes the phases in seconds:
+// {"drain_seconds", "stop_seconds", "start_seconds", "healthy_seconds", "total_seconds"}.
+func (b Bound) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Drain   float64 `json:"drain_seconds"`
+		Stop    float64 `json:"stop_seconds"`
+		Start   float64 `json:"start_seconds"`
+		Healthy float64 `json:"healthy_seconds"`
+		Total   float64 `json:"total_seconds"`
+	}{b.Drain.Seconds(), b.Stop.Seconds(), b.Start.Seconds(), b.Healthy.Seconds(), b.Total().Seconds()})
+}
+
+// Explain says in words where the bound's phases come from.
+func (b Bound) Explain() string {
+	if b.Drain > 0 {
+		return "health flip: unhealthy after (unhealthy_threshold − 1) × interval at best; the service serves its drain period after SIGTERM; back after (healthy_threshold − 1) × interval"
+	}
+	return "deregistered: out of rotation at once; the service serves its drain period after SIGTERM; registered again: healthy after one passed check"
 }
 
 // Total is the sum of the phases.

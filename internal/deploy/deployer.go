@@ -92,6 +92,10 @@ type Options struct {
 	// Poll is the LB polling interval. Default: a tenth of the health check
 	// interval, between 5ms and 100ms.
 	Poll time.Duration
+	// AllowDowntime lets a batch take every host out of rotation at once (a
+	// single host, or batch_size ≥ hosts). Without it New refuses such a
+	// deploy: the load balancer would have no target for a whole batch.
+	AllowDowntime bool
 }
 
 // PhaseTime is how long one phase of one host took.
@@ -158,6 +162,11 @@ func New(opts Options) (*Deployer, error) {
 		if len(h.Definition) == 0 {
 			probs = append(probs, fmt.Sprintf("host %s has no definition to publish", h.Name))
 		}
+	}
+	if n := len(opts.Hosts); opts.Config != nil && n > 0 && n-max(opts.Config.Deploy.BatchSize, 1) < 1 && !opts.AllowDowntime {
+		b := max(opts.Config.Deploy.BatchSize, 1)
+		probs = append(probs, fmt.Sprintf("a batch of %d takes all %d host(s) out of rotation at once, so every request would reach nothing for a whole batch; "+
+			"lower deploy.batch_size, add a host, or accept the downtime with --allow-downtime", b, n))
 	}
 	if len(probs) > 0 {
 		return nil, fmt.Errorf("%w: %s", ErrPreflight, strings.Join(probs, "; "))

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -298,7 +299,9 @@ func TestDeployer_Run_FailedFirstRolloutStopsTheNewServices(t *testing.T) {
 	a := f.agents[0]
 	a.running, a.current, a.lastGood = "", nil, nil
 	a.unhealthyFor = "v1"
-	_, err := run(t, f.options(testConfig(fleet.DrainModeBoth), "v1"))
+	o := f.options(testConfig(fleet.DrainModeBoth), "v1")
+	o.AllowDowntime = true // one host
+	_, err := run(t, o)
 	var se *StepError
 	if !errors.As(err, &se) || !se.RolledBack {
 		t.Fatalf("err = %v, want a rolled-back step error", err)
@@ -314,7 +317,9 @@ func TestDeployer_Run_FailedFirstRolloutStopsTheNewServices(t *testing.T) {
 func TestDeployer_Run_ReportsKilledServices(t *testing.T) {
 	f := newFixture(1)
 	f.agents[0].killOnStop = true
-	res, err := run(t, f.options(testConfig(fleet.DrainModeBoth), "v2"))
+	o := f.options(testConfig(fleet.DrainModeBoth), "v2")
+	o.AllowDowntime = true // one host
+	res, err := run(t, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,10 +347,11 @@ func TestNew_Preflight(t *testing.T) {
 		{"no hosts", func(o *Options) { o.Hosts = nil }, "no hosts"},
 		{"host without agent", func(o *Options) { o.Hosts[0].Agent = nil }, "hosts[].agent"},
 		{"no definition", func(o *Options) { o.Hosts[0].Definition = nil }, "no definition"},
+		{"batch takes every host", func(o *Options) { o.Config.Deploy.BatchSize = 2 }, "--allow-downtime"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(1)
+			f := newFixture(2)
 			o := f.options(testConfig(fleet.DrainModeBoth), "v2")
 			tc.mod(&o)
 			_, err := New(o)
@@ -353,6 +359,17 @@ func TestNew_Preflight(t *testing.T) {
 				t.Errorf("New = %v, want ErrPreflight mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestBound_MarshalJSON(t *testing.T) {
+	b, err := json.Marshal(Bound{Stop: 1500 * time.Millisecond, Healthy: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"drain_seconds":0,"stop_seconds":1.5,"start_seconds":0,"healthy_seconds":0.5,"total_seconds":2}`
+	if string(b) != want {
+		t.Errorf("json = %s, want %s", b, want)
 	}
 }
 

@@ -26,7 +26,12 @@ type hostRun struct {
 // host deploys to one host; on failure after the host was changed it rolls the
 // host back. prevVersion is what the host ran before.
 func (d *Deployer) host(ctx context.Context, h Host, prevVersion string) (res HostResult, err error) {
-	res = HostResult{Host: h.Name, BoundSeconds: d.bound.Total().Seconds(), PreviousVersion: prevVersion}
+	res = HostResult{Host: h.Name, PreviousVersion: prevVersion}
+	if prevVersion != "" {
+		// The bound is for replacing a running version; a first rollout
+		// drains nothing and has none.
+		res.BoundSeconds = d.bound.Total().Seconds()
+	}
 	begin := d.clock.Now()
 	defer func() { res.Seconds = d.clock.Since(begin).Seconds() }()
 	r := &hostRun{d: d, h: h, res: &res}
@@ -326,7 +331,7 @@ func (r *hostRun) rollback() error {
 
 func describe(t TargetView) string {
 	if !t.Registered {
-		return "not registered"
+		return "deregistered, nothing in flight"
 	}
 	s := t.State
 	if t.Reason != "" {

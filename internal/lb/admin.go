@@ -42,7 +42,7 @@ type apiError struct {
 	Error string `json:"error"`
 }
 
-// NewAdmin returns the admin API of CONTRACTS §2, every route behind the bearer
+// NewAdmin returns the admin API (docs/lb.md), every route behind the bearer
 // token (401 otherwise, and nothing changes):
 //
 //	GET    /v1/targets       → 200 {"targets":[TargetStatus...]}

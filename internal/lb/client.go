@@ -47,7 +47,7 @@ func (e *APIError) Is(target error) bool {
 	return false
 }
 
-// Client talks to the admin API of a mythex lb (CONTRACTS §2). Safe for
+// Client talks to the admin API of a mythex lb (docs/lb.md). Safe for
 // concurrent use.
 type Client struct {
 	base  string

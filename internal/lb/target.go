@@ -87,7 +87,7 @@ func (t *Target) status() TargetStatus {
 	return s
 }
 
-// TargetStatus is what the admin API reports about one target (CONTRACTS §2).
+// TargetStatus is what the admin API reports about one target (docs/lb.md).
 type TargetStatus struct {
 	// ID is the target's id (fleet host name).
 	ID string `json:"id"`

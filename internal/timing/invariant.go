@@ -31,6 +31,7 @@ var invariants = []invariant{
 	watchdogInvariant,
 	checkTimeoutInvariant,
 	drainBudgetInvariant,
+	capacityInvariant,
 }
 
 // clause is one relation of an invariant with its verdict.

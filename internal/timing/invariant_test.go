@@ -21,13 +21,14 @@ func TestInvariant_InputsExist(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"overlap", "grace", "quick-return", "keep-alive", "watchdog-patience", "check-timeout", "drain-budget"}
+	// DESIGN §3's seven, then capacity (a batch must leave a host serving).
+	want := []string{"overlap", "grace", "quick-return", "keep-alive", "watchdog-patience", "check-timeout", "drain-budget", "capacity"}
 	var got []string
 	for _, inv := range invariants {
 		got = append(got, inv.name)
 	}
 	if !slices.Equal(got, want) {
-		t.Errorf("invariants %q, want DESIGN §3's %q", got, want)
+		t.Errorf("invariants %q, want %q", got, want)
 	}
 }
 

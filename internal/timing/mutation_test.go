@@ -58,9 +58,6 @@ var exempt = map[string]map[direction]string{
 	"watchdog.failures_before_heal": {
 		tooLarge: "more patience heals later but never during a drain",
 	},
-	"deploy.batch_size": {
-		tooLarge: "how many hosts drain at once is capacity, not timing",
-	},
 	"deploy.lease_ttl": {
 		tooSmall: "the lease guards a dead deploy; its renewal period belongs to the deploy, not to the fleet's timing",
 		tooLarge: "the lease guards a dead deploy; its renewal period belongs to the deploy, not to the fleet's timing",

@@ -181,7 +181,7 @@ func TestCase_Autoheal53_SlowStart(t *testing.T) {
 	for i := range 20 {
 		var d Decision
 		rec, d = Decide(rec, Observation{Now: t0.Add(time.Duration(i) * time.Minute), Service: svc,
-			Instances: []runtime.ServiceStatus{inst(svc, runtimeStateRestarting, runtime.HealthUnhealthy)}}, p)
+			Instances: []runtime.ServiceStatus{inst(svc, runtime.StateRestarting, runtime.HealthUnhealthy)}}, p)
 		if d.Kind != KindWait {
 			t.Fatalf("round %d with the platform restarting: %s, want wait", i, d.Kind)
 		}

@@ -329,16 +329,9 @@ func stateFor(c Cause, crashLooping bool) ServiceState {
 	return StateFailing
 }
 
-// runtimeStateRestarting is the runtime state of an instance its platform is
-// restarting on its own (Docker: State.Restarting under a restart policy).
-// The runtime package does not define it yet (the Docker runtime adds
-// runtime.StateRestarting); until then the watchdog recognises it by name
-// here, and only here.
-const runtimeStateRestarting runtime.State = "restarting"
-
 // platformRestarting reports whether an instance in state s is being
 // restarted by its platform: not a strike, the platform is healing it.
-func platformRestarting(s runtime.State) bool { return s == runtimeStateRestarting }
+func platformRestarting(s runtime.State) bool { return s == runtime.StateRestarting }
 
 // assessment is what one look at the runtime found about one service.
 type assessment struct {

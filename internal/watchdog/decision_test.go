@@ -135,7 +135,7 @@ func TestDecide(t *testing.T) {
 		{
 			name: "platform restarting the spec is not a strike",
 			rec:  seen(Record{Strikes: 2, State: StateFailing}),
-			obs:  Observation{Instances: []runtime.ServiceStatus{inst(api, runtimeStateRestarting, runtime.HealthNone)}},
+			obs:  Observation{Instances: []runtime.ServiceStatus{inst(api, runtime.StateRestarting, runtime.HealthNone)}},
 			kind: KindWait, cause: CausePlatformRestarting, strike: 2,
 			check: func(t *testing.T, rec Record, _ Decision) {
 				if rec.State != StateRestarting {
@@ -145,7 +145,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "platform restarting another spec is drift",
-			obs:  Observation{Instances: []runtime.ServiceStatus{inst(apiV1, runtimeStateRestarting, runtime.HealthNone)}},
+			obs:  Observation{Instances: []runtime.ServiceStatus{inst(apiV1, runtime.StateRestarting, runtime.HealthNone)}},
 			kind: KindDrift, cause: CauseDriftVersion, strike: 1,
 		},
 		{

@@ -17,7 +17,7 @@ const envPrefix = "MYTHEX_APP_"
 // errUsage marks bad command-line or environment input (exit 2).
 var errUsage = errors.New("usage")
 
-// config is the sample app's configuration (CONTRACTS.md §1). Durations are
+// config is the sample app's configuration (examples/app/README.md). Durations are
 // wall-clock time; zero turns the crash and slow modes off.
 type config struct {
 	Listen     string // address to serve on (host:port)
