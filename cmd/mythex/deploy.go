@@ -122,7 +122,7 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 	}
 	holder := f.holder
 	if holder == "" {
-		holder = fmt.Sprintf("deploy %s by %s", f.version, firstNonEmpty(os.Getenv("USER"), "someone"))
+		holder = fmt.Sprintf("deploy %s by %s", f.version, whoAmI())
 	}
 	mode := termui.Plain
 	switch {

@@ -107,6 +107,10 @@ func (r *hostRun) phase(ctx context.Context, p Phase, fn func(context.Context) (
 	d.emit(r.h.Name, p, EventBegin, 0, "")
 	detail, err := fn(ctx)
 	el := d.clock.Since(begin)
+	if err != nil && errors.Is(context.Cause(ctx), context.Canceled) {
+		// Ctrl-C: say so rather than "context canceled" from deep inside.
+		err = fmt.Errorf("interrupted: %w", context.Canceled)
+	}
 	r.res.Phases = append(r.res.Phases, PhaseTime{Phase: p, Seconds: el.Seconds()})
 	if err != nil {
 		d.emit(r.h.Name, p, EventFail, el, err.Error())

@@ -2,16 +2,21 @@ package fleet
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 )
+
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // Loaded is a validated Config with where it came from.
 type Loaded struct {
@@ -50,7 +55,16 @@ func Parse(file string, data []byte) (*Loaded, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
-		return nil, &FieldError{File: file, Field: "(document)", Msg: fmt.Sprintf("not valid YAML: %v", err)}
+		if errors.Is(err, io.EOF) {
+			return nil, &FieldError{File: file, Field: "(document)", Msg: "file is empty; see examples/seed/after.yml for a complete config"}
+		}
+		// go.yaml.in reports "yaml: line N: what"; put N where a reader looks.
+		msg, line := err.Error(), 0
+		if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+			line, _ = strconv.Atoi(m[1])
+			msg = m[2]
+		}
+		return nil, &FieldError{File: file, Line: line, Field: "(document)", Msg: "not valid YAML: " + msg}
 	}
 	if len(doc.Content) == 0 {
 		return nil, &FieldError{File: file, Field: "(document)", Msg: "file is empty; see examples/seed/after.yml for a complete config"}

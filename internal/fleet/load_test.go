@@ -78,6 +78,8 @@ func TestParse_Errors(t *testing.T) {
 		{"enum", minimal + "deploy:\n  drain_mode: sideways\n", 10, "deploy.drain_mode", "must be one of"},
 		{"duplicate host", minimal + "hosts:\n  - {name: a, target: 127.0.0.1:1}\n  - {name: a, target: 127.0.0.1:2}\n", 11, "hosts[1].name", "unique"},
 		{"bad target", minimal + "hosts:\n  - {name: a, target: nowhere}\n", 10, "hosts[0].target", "host:port"},
+		{"yaml syntax", "drain:\n  serve_period: 15s\n\tshutdown_timeout: 1s\n", 2, "(document)", "not valid YAML"},
+		{"empty file", "", 0, "(document)", "file is empty"},
 		{"zero interval", strings.Replace(minimal, "interval: 5s", "interval: 0s", 1), 3, "load_balancer.health_check.interval", "more than 0"},
 		{"propagation max below margin", strings.Replace(minimal, "load_balancer:\n", "load_balancer:\n  propagation_margin: 15s\n  propagation_max: 10s\n", 1), 3, "load_balancer.propagation_max", "at least propagation_margin (15s)"},
 	}
