@@ -35,6 +35,7 @@ numbers (docs/check.md explains the model):
   watchdog-patience  (failures_before_heal − 1) × watchdog.interval ≥ drain.max
   check-timeout      timeout < interval, and the ALB's ranges when kind is alb
   drain-budget       pre_stop + serve_period + shutdown_timeout ≤ drain.max
+  capacity           hosts − deploy.batch_size ≥ 1: a batch leaves a host serving
 
 Each line shows ✓ (holds), ! (marginal: holds by the expected numbers but not
 by a conservative bound; printed, not failed) or ✗ (fails), the relation with

@@ -51,18 +51,18 @@ func TestCheckCmd_Text(t *testing.T) {
 			"✓ overlap            serve_period 15s > detect 12s (interval 5s × unhealthy_threshold 2 + timeout 2s) — slack 3s",
 			"breaks at: drain.serve_period ≤ 12s,",
 			"load_balancer.health_check.interval ≥ 6.5s",
-			"✓ all 7 invariants hold",
+			"✓ all 8 invariants hold",
 		}},
 		{"before fails overlap by 57s", []string{"check", "-f", seed("before.yml")}, 1, []string{
 			"✗ overlap            serve_period 5s > detect 62s (interval 30s × unhealthy_threshold 2 + timeout 2s) — short by 57s",
 			"for up to 57s the LB can send new requests",
 			"holds at: load_balancer.health_check.interval < 1.5s",
 			"holds at: watchdog.failures_before_heal ≥ 4",
-			"✗ 3 of 7 invariants fail: overlap, quick-return, watchdog-patience",
+			"✗ 3 of 8 invariants fail: overlap, quick-return, watchdog-patience",
 		}},
 		{"marginal does not fail", []string{"check", "-f", filepath.Join("..", "..", "internal", "timing", "testdata", "cases", "keepalive-guardian-10450-fixed.yml")}, 0, []string{
 			"! keep-alive         keepalive_idle_timeout 5s > idle_timeout 4s — slack 1s",
-			"! all 7 invariants hold; 1 marginal: keep-alive",
+			"! all 8 invariants hold; 2 marginal: keep-alive, capacity",
 		}},
 	}
 	for _, tc := range cases {
@@ -92,7 +92,7 @@ func TestCheckCmd_JSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
-	if got.OK || got.Level != "fail" || len(got.Invariants) != 7 {
+	if got.OK || got.Level != "fail" || len(got.Invariants) != 8 {
 		t.Fatalf("ok %v level %s invariants %d", got.OK, got.Level, len(got.Invariants))
 	}
 	ov := got.Invariants[0]
