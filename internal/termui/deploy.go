@@ -176,8 +176,11 @@ func (r *DeployRenderer) redraw() {
 		if l.status == "running" {
 			cur = fmt.Sprintf("%s %.1fs", l.phase, time.Since(l.since).Seconds())
 		}
-		parts := append(append([]string(nil), l.done...), cur)
-		line := fmt.Sprintf("%s %-8s %s", mark, host, strings.TrimSpace(strings.Join(parts, " · ")))
+		parts := append([]string(nil), l.done...)
+		if cur != "" {
+			parts = append(parts, cur)
+		}
+		line := fmt.Sprintf("%s %-8s %s", mark, host, strings.Join(parts, " · "))
 		if l.detail != "" {
 			line += "  " + l.detail
 		}

@@ -55,6 +55,9 @@ func TestDeployRenderer_Modes(t *testing.T) {
 			if !strings.Contains(out, "✗ web-2") || !strings.Contains(out, "drain 1.0s") {
 				t.Errorf("tty output lacks host lines:\n%q", out)
 			}
+			if strings.Contains(out, "· \n") {
+				t.Errorf("a host line ends in a dangling separator:\n%q", out)
+			}
 		}},
 	}
 	for _, tc := range cases {
