@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -34,7 +35,7 @@ const composeTmpl = `name: agent-test
 x-env: &env
   MYTHEX_APP_VERSION: ${MYTHEX_VERSION}
   MYTHEX_APP_HOST_NAME: ${MYTHEX_HOST}
-  MYTHEX_APP_DRAIN_SERVE_PERIOD: 200ms
+  MYTHEX_APP_DRAIN_SERVE_PERIOD: ${DRAIN_SERVE_PERIOD:-200ms}
   MYTHEX_APP_SHUTDOWN_TIMEOUT: 200ms
 x-hc: &hc
   interval: 100ms
@@ -71,6 +72,7 @@ type testHost struct {
 	dir    string
 	reg    *fakeRegistrar
 	def    func(version string, vars map[string]string) []byte
+	gwPort int // the gateway's port on 127.0.0.1
 }
 
 type fakeRegistrar struct {
@@ -143,7 +145,7 @@ func newTestHost(t *testing.T, opts ...func(*Config)) *testHost {
 		rt.Close()
 	})
 	return &testHost{
-		agent: a, client: agentapi.NewClient(srv.URL, testToken, nil), srv: srv, dir: dir, reg: reg,
+		agent: a, client: agentapi.NewClient(srv.URL, testToken, nil), srv: srv, dir: dir, reg: reg, gwPort: gwPort,
 		def: func(version string, vars map[string]string) []byte {
 			d, err := definition.Resolve(context.Background(), definition.Input{ComposeFile: compose, Version: version, Host: "web-1", Vars: vars})
 			if err != nil {
@@ -301,7 +303,8 @@ func TestAgent_StartFailsFastWhenTheNewVersionCrashes(t *testing.T) {
 	begin := time.Now()
 	_, err := h.client.Start(ctx, l.ID)
 	if err == nil || !strings.Contains(err.Error(), "gateway (version v2) exited with code 1") {
-		t.Fatalf("start = %v, want the gateway's crash", err)
+		st, _ := h.client.Status(ctx)
+		t.Fatalf("start = %v, want the gateway's crash; status %+v; on the gateway's port: %s", err, st.Services, whoAnswers(h.gwPort))
 	}
 	if took := time.Since(begin); took > 5*time.Second {
 		t.Errorf("start took %v to notice a crash; the start period is 5s", took)
@@ -384,4 +387,17 @@ func TestAgent_MarkGoodPrunesAllButCurrentPreviousAndLastGood(t *testing.T) {
 	if rep, _ := h.client.Verify(ctx, nil, "v2"); !rep.OK {
 		t.Errorf("v2 after rollback: %+v", rep)
 	}
+}
+
+// whoAnswers describes what answers GET /healthz on 127.0.0.1:port, for a
+// failure message.
+func whoAnswers(port int) string {
+	c := &http.Client{Timeout: time.Second}
+	resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", port))
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	return fmt.Sprintf("%s %v %q", resp.Status, resp.Header, b)
 }

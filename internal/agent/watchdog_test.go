@@ -223,17 +223,28 @@ func TestAgent_MaintenanceNeedsTokenAndWatchdog(t *testing.T) {
 }
 
 // A deploy drains the gateway far longer than K × W — its health check fails
-// on purpose for 200ms against a patience of 50ms — and the watchdog,
+// on purpose for 1.5s against a patience of 50ms — and the watchdog,
 // skipping every round while the lease holds the host lock, never heals it.
+// The serve period is long so that the window in which the draining gateway
+// is both running and reported unhealthy (after two failed checks 100ms
+// apart) is wide enough to observe on a loaded CI machine.
 func TestAgent_WatchdogNeverHealsADrainUnderLease(t *testing.T) {
 	const w, k = 25 * time.Millisecond, 3
 	h := newWatchedHost(t, w, k)
 	ctx := ctxT(t)
-	h.deployed(t, ctx)
+	slowDrain := map[string]string{"DRAIN_SERVE_PERIOD": "1500ms"}
+	l1 := h.acquire(t, ctx, "deploy v1")
+	h.deployV(t, ctx, l1.ID, h.def("v1", slowDrain))
+	if err := h.client.MarkGood(ctx, l1.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.client.ReleaseLease(ctx, false, l1.ID); err != nil {
+		t.Fatal(err)
+	}
 	h.waitStatus(t, ctx, "watched the gateway ok", func(st agentapi.Status) bool { return watched(st, "gateway").State == "ok" })
 
 	l := h.acquire(t, ctx, "deploy v2")
-	if _, err := h.client.Publish(ctx, l.ID, h.def("v2", nil)); err != nil {
+	if _, err := h.client.Publish(ctx, l.ID, h.def("v2", slowDrain)); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.client.Drain(ctx, l.ID, []string{"gateway"}); err != nil {
@@ -257,7 +268,7 @@ func TestAgent_WatchdogNeverHealsADrainUnderLease(t *testing.T) {
 	})
 	skipped := counterValue(t, h, `mythex_watchdog_rounds_total{reason="lock-held",result="skipped"}`)
 	if skipped < 3 {
-		t.Errorf("rounds skipped during the deploy = %v, want several (the drain alone is 200ms at W=25ms)", skipped)
+		t.Errorf("rounds skipped during the deploy = %v, want several (the drain alone is 1.5s at W=25ms)", skipped)
 	}
 	st, _ := h.client.Status(ctx)
 	for _, n := range []string{"api", "gateway"} {
