@@ -2,8 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -31,6 +35,15 @@ can be restored from its record.`,
   mythex publish history --json | jq '.[] | select(.status == "rolled_back") | .reason'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// A read: no store yet means no releases, and nothing is created.
+			db := filepath.Join(target.stateDir, publish.DBFile)
+			if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) {
+				if asJSON {
+					return writeHistoryJSON(cmd.OutOrStdout(), nil, nil)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "no releases (no release store at %s yet; mythex publish creates it)\n", db)
+				return nil
+			}
 			store, err := target.openStore()
 			if err != nil {
 				return err

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -165,6 +167,21 @@ func TestPublishCmd_BadInput(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "no releases") {
 			t.Errorf("releases recorded after bad input:\n%s", out)
 		}
+	}
+}
+
+// history is a read: on a state dir that holds no store it says so and
+// creates nothing.
+func TestPublishHistoryCmd_NoStoreCreatesNothing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "not-yet")
+	for _, args := range [][]string{{}, {"--json"}} {
+		code, out, errOut := runCLI(t, append([]string{"publish", "history", "--state-dir", dir}, args...)...)
+		if code != 0 || !(strings.Contains(out, "no releases") || strings.TrimSpace(out) == "[]") {
+			t.Errorf("history %v: exit %d, stdout %q, stderr %q; want 0 and no releases", args, code, out, errOut)
+		}
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("history created %s (stat: %v)", dir, err)
 	}
 }
 

@@ -142,5 +142,12 @@ func logChange(log *slog.Logger, c Change) {
 		log.Warn("deregistration delay passed with requests in flight; cut them off", attrs...)
 		return
 	}
+	if c.From.State == c.To.State {
+		// Same state, new reason (an ALB target in initial goes from
+		// Elb.RegistrationInProgress to Elb.InitialHealthChecking).
+		attrs = append(attrs, "from_reason", string(c.From.Reason))
+		log.Info("target state reason changed", attrs...)
+		return
+	}
 	log.Info("target state changed", attrs...)
 }
