@@ -113,6 +113,9 @@ type invariantJSON struct {
 type breakJSON struct {
 	Op    string `json:"op"`
 	Value string `json:"value"`
+	// AlsoBreaks: for a failing invariant, the others this one-number fix
+	// would make fail.
+	AlsoBreaks []string `json:"also_breaks,omitempty"`
 }
 
 func writeCheckJSON(w io.Writer, file string, rep timing.Report) error {
@@ -125,7 +128,7 @@ func writeCheckJSON(w io.Writer, file string, rep timing.Report) error {
 			ij.SlackSeconds = &s
 		}
 		for _, b := range r.Breaks {
-			ij.BreaksAt[b.Field] = append(ij.BreaksAt[b.Field], breakJSON{Op: string(b.Op), Value: b.Value})
+			ij.BreaksAt[b.Field] = append(ij.BreaksAt[b.Field], breakJSON{Op: string(b.Op), Value: b.Value, AlsoBreaks: b.AlsoBreaks})
 		}
 		out.Invariants = append(out.Invariants, ij)
 	}
@@ -201,7 +204,11 @@ func breakItems(r timing.Result) []string {
 		if _, seen := conds[br.Field]; !seen {
 			fields = append(fields, br.Field)
 		}
-		conds[br.Field] = append(conds[br.Field], br.Op.Symbol()+" "+br.Value)
+		cond := br.Op.Symbol() + " " + br.Value
+		if len(br.AlsoBreaks) > 0 {
+			cond += " (but that breaks " + strings.Join(br.AlsoBreaks, ", ") + ")"
+		}
+		conds[br.Field] = append(conds[br.Field], cond)
 	}
 	joiner := " or "
 	if !r.OK() {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -99,7 +100,7 @@ func TestCheckCmd_JSON(t *testing.T) {
 	if ov.Name != "overlap" || ov.OK || ov.Level != "fail" || ov.SlackSeconds == nil || *ov.SlackSeconds != -57 {
 		t.Errorf("overlap = %+v", ov)
 	}
-	if b := ov.BreaksAt["load_balancer.health_check.interval"]; len(b) != 1 || b[0] != (breakJSON{Op: ">=", Value: "1.5s"}) {
+	if b := ov.BreaksAt["load_balancer.health_check.interval"]; len(b) != 1 || !reflect.DeepEqual(b[0], breakJSON{Op: ">=", Value: "1.5s", AlsoBreaks: []string{"check-timeout"}}) {
 		t.Errorf("overlap breaks_at = %+v", ov.BreaksAt)
 	}
 	if !strings.Contains(ov.Detail, "serve_period 5s > detect 62s") {

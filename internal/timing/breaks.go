@@ -52,14 +52,40 @@ func fieldBreaks(c fleet.Config, inv invariant, f numField) []Break {
 		}
 		ok = p
 	}
+	failing := ok != cur
 	var out []Break
 	if lo < ok && fails(lo) {
 		l, r := bisect(lo, ok, fails) // fails(l), !fails(r), r = l+1
-		out = append(out, lowerBreak(f, l, r))
+		b := lowerBreak(f, l, r)
+		if failing {
+			b.AlsoBreaks = newlyFailing(c, inv, f, r)
+		}
+		out = append(out, b)
 	}
 	if hi > ok && fails(hi) {
 		l, r := bisect(ok, hi, func(v int64) bool { return !fails(v) }) // !fails(l), fails(r)
-		out = append(out, upperBreak(f, l, r))
+		b := upperBreak(f, l, r)
+		if failing {
+			b.AlsoBreaks = newlyFailing(c, inv, f, l)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// newlyFailing names the invariants other than inv that hold in c but fail
+// with f set to v.
+func newlyFailing(c fleet.Config, inv invariant, f numField, v int64) []string {
+	cc := c
+	f.set(&cc, v)
+	var out []string
+	for _, other := range invariants {
+		if other.name == inv.name {
+			continue
+		}
+		if levelOf(other, &cc) == Fail && levelOf(other, &c) != Fail {
+			out = append(out, other.name)
+		}
 	}
 	return out
 }

@@ -92,13 +92,19 @@ type Break struct {
 	// Value is the edge as written in mythex.yml: a duration like "6.5s" or a
 	// whole number like "3".
 	Value string
+	// AlsoBreaks, for an invariant that fails, names the other invariants
+	// that hold now but fail at the nearest value of Field where this one
+	// holds (every other number unchanged): a one-number fix that would trade
+	// one failure for another. Empty when the fix is clean, and for an
+	// invariant that holds.
+	AlsoBreaks []string
 }
 
 // Holding returns the condition under which the field no longer breaks the
 // invariant: the negation of b, written with whole numbers for a count
 // ("≥ 3" becomes "≤ 2", not "< 3").
 func (b Break) Holding() Break {
-	h := Break{Field: b.Field, Op: b.Op.Negate(), Value: b.Value}
+	h := Break{Field: b.Field, Op: b.Op.Negate(), Value: b.Value, AlsoBreaks: b.AlsoBreaks}
 	n, err := strconv.ParseInt(b.Value, 10, 64)
 	if err != nil {
 		return h // a duration: it carries a unit

@@ -2,6 +2,7 @@ package timing
 
 import (
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -45,15 +46,17 @@ func TestBreak_Holding(t *testing.T) {
 		in   Break
 		want Break
 	}{
-		{"duration at or below", Break{"f", OpLessEq, "62s"}, Break{"f", OpGreater, "62s"}},
-		{"duration below", Break{"f", OpLess, "6.5s"}, Break{"f", OpGreaterEq, "6.5s"}},
-		{"duration above", Break{"f", OpGreater, "180s"}, Break{"f", OpLessEq, "180s"}},
-		{"count at or above", Break{"f", OpGreaterEq, "3"}, Break{"f", OpLessEq, "2"}},
-		{"count at or below", Break{"f", OpLessEq, "3"}, Break{"f", OpGreaterEq, "4"}},
+		{"duration at or below", Break{Field: "f", Op: OpLessEq, Value: "62s"}, Break{Field: "f", Op: OpGreater, Value: "62s"}},
+		{"duration below", Break{Field: "f", Op: OpLess, Value: "6.5s"}, Break{Field: "f", Op: OpGreaterEq, Value: "6.5s"}},
+		{"duration above", Break{Field: "f", Op: OpGreater, Value: "180s"}, Break{Field: "f", Op: OpLessEq, Value: "180s"}},
+		{"count at or above", Break{Field: "f", Op: OpGreaterEq, Value: "3"}, Break{Field: "f", Op: OpLessEq, Value: "2"}},
+		{"count at or below", Break{Field: "f", Op: OpLessEq, Value: "3"}, Break{Field: "f", Op: OpGreaterEq, Value: "4"}},
+		{"keeps what the fix breaks", Break{Field: "f", Op: OpGreaterEq, Value: "1.5s", AlsoBreaks: []string{"check-timeout"}},
+			Break{Field: "f", Op: OpLess, Value: "1.5s", AlsoBreaks: []string{"check-timeout"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.in.Holding(); got != tc.want {
+			if got := tc.in.Holding(); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("Holding = %+v, want %+v", got, tc.want)
 			}
 		})
@@ -88,6 +91,54 @@ func TestEvaluate_MatchesCheck(t *testing.T) {
 	for i := range a.Results {
 		if a.Results[i].Formula != b.Results[i].Formula || len(a.Results[i].Breaks) != 0 {
 			t.Errorf("%s: Evaluate and Check differ", a.Results[i].Name)
+		}
+	}
+}
+
+// A one-number fix that trades one failure for another says so: before.yml's
+// overlap holds only at an interval below the 2s check timeout, which breaks
+// check-timeout; raising failures_before_heal for watchdog-patience is clean.
+func TestCheck_FixThatBreaksAnother(t *testing.T) {
+	l, err := fleet.Load(filepath.Join("..", "..", "examples", "seed", "before.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := Check(l.Config)
+	find := func(inv, field string) Break {
+		for _, r := range rep.Results {
+			if r.Name != inv {
+				continue
+			}
+			for _, b := range r.Breaks {
+				if b.Field == field {
+					return b
+				}
+			}
+		}
+		t.Fatalf("%s has no break on %s", inv, field)
+		return Break{}
+	}
+	cases := []struct {
+		name, inv, field string
+		want             []string
+	}{
+		{"overlap by interval breaks check-timeout", "overlap", "load_balancer.health_check.interval", []string{"check-timeout"}},
+		{"watchdog-patience by failures is clean", "watchdog-patience", "watchdog.failures_before_heal", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := find(tc.inv, tc.field).AlsoBreaks; !slices.Equal(got, tc.want) {
+				t.Errorf("AlsoBreaks = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	for _, r := range rep.Results {
+		if r.OK() {
+			for _, b := range r.Breaks {
+				if len(b.AlsoBreaks) > 0 {
+					t.Errorf("%s holds but its break %+v names AlsoBreaks", r.Name, b)
+				}
+			}
 		}
 	}
 }
