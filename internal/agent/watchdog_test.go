@@ -46,8 +46,14 @@ func (h *testHost) acquire(t *testing.T, ctx context.Context, holder string) age
 // deployed puts version v1 on h under a lease, marks it good and releases.
 func (h *testHost) deployed(t *testing.T, ctx context.Context) {
 	t.Helper()
+	h.deployedWith(t, ctx, nil)
+}
+
+// deployedWith is deployed with extra compose variables.
+func (h *testHost) deployedWith(t *testing.T, ctx context.Context, vars map[string]string) {
+	t.Helper()
 	l := h.acquire(t, ctx, "deploy v1")
-	h.deployV(t, ctx, l.ID, h.def("v1", nil))
+	h.deployV(t, ctx, l.ID, h.def("v1", vars))
 	if err := h.client.MarkGood(ctx, l.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -233,14 +239,7 @@ func TestAgent_WatchdogNeverHealsADrainUnderLease(t *testing.T) {
 	h := newWatchedHost(t, w, k)
 	ctx := ctxT(t)
 	slowDrain := map[string]string{"DRAIN_SERVE_PERIOD": "1500ms"}
-	l1 := h.acquire(t, ctx, "deploy v1")
-	h.deployV(t, ctx, l1.ID, h.def("v1", slowDrain))
-	if err := h.client.MarkGood(ctx, l1.ID); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.client.ReleaseLease(ctx, false, l1.ID); err != nil {
-		t.Fatal(err)
-	}
+	h.deployedWith(t, ctx, slowDrain)
 	h.waitStatus(t, ctx, "watched the gateway ok", func(st agentapi.Status) bool { return watched(st, "gateway").State == "ok" })
 
 	l := h.acquire(t, ctx, "deploy v2")
