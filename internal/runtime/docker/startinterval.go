@@ -48,11 +48,11 @@ const execExitPoll = 5 * time.Millisecond
 
 // needsStartInterval reports whether the runtime must run h's checks at its
 // start_interval itself: h has an exec test, a start period and a start
-// interval (both > 0), and the engine speaks an API (apiVersion) older than
-// 1.44.
+// interval (both > 0) shorter than its interval (else Docker's own checks
+// come as often), and the engine speaks an API (apiVersion) older than 1.44.
 func needsStartInterval(h *definition.Healthcheck, apiVersion string) bool {
 	return h != nil && len(h.Test) > 0 && h.StartPeriod > 0 && h.StartInterval > 0 &&
-		versions.LessThan(apiVersion, startIntervalAPI)
+		h.StartInterval < h.Interval && versions.LessThan(apiVersion, startIntervalAPI)
 }
 
 // runKey is one run of one container: its ID and Docker's State.StartedAt

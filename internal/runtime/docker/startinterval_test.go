@@ -138,6 +138,7 @@ func TestNeedsStartInterval(t *testing.T) {
 		{"no exec test", hc(func(h *definition.Healthcheck) { h.Test = nil }), "1.41", false},
 		{"no start period", hc(func(h *definition.Healthcheck) { h.StartPeriod = 0 }), "1.41", false},
 		{"no start interval", hc(func(h *definition.Healthcheck) { h.StartInterval = 0 }), "1.41", false},
+		{"Docker checks as often anyway", hc(func(h *definition.Healthcheck) { h.Interval = h.StartInterval }), "1.41", false},
 	}
 	for _, tc := range cases {
 		if got := needsStartInterval(tc.h, tc.api); got != tc.want {
