@@ -41,7 +41,8 @@ type containerSpec struct {
 //   - healthcheck: the compose exec-form test as ["CMD", …] with interval,
 //     timeout, retries and start_period; start_interval only when the engine
 //     speaks API 1.44 or later (Docker 25), else Docker checks at interval
-//     during the start period too. A service without healthcheck gets
+//     during the start period too and the runtime runs the start-interval
+//     checks itself (startinterval.go). A service without healthcheck gets
 //     ["NONE"], so an image's HEALTHCHECK does not run behind the
 //     definition's back;
 //   - ports: published on host_ip:published (and exposed);

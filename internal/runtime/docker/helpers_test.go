@@ -207,7 +207,13 @@ func freePort(t *testing.T) int {
 // name (or the instance id, when id is not empty) and returns it.
 func waitStatus(t *testing.T, d *Docker, name, id string, what string, cond func(runtime.ServiceStatus) bool) runtime.ServiceStatus {
 	t.Helper()
-	end := time.Now().Add(deadline)
+	return waitStatusWithin(t, d, name, id, what, deadline, cond)
+}
+
+// waitStatusWithin is waitStatus failing after within instead of deadline.
+func waitStatusWithin(t *testing.T, d *Docker, name, id string, what string, within time.Duration, cond func(runtime.ServiceStatus) bool) runtime.ServiceStatus {
+	t.Helper()
+	end := time.Now().Add(within)
 	var last []runtime.ServiceStatus
 	for time.Now().Before(end) {
 		sts, err := d.Status(context.Background())
@@ -227,7 +233,7 @@ func waitStatus(t *testing.T, d *Docker, name, id string, what string, cond func
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("%s %s: not %s within %v; status %+v", name, id, what, deadline, last)
+	t.Fatalf("%s %s: not %s within %v; status %+v", name, id, what, within, last)
 	return runtime.ServiceStatus{}
 }
 

@@ -70,6 +70,7 @@ func (d *Docker) Prune(ctx context.Context, keep ...string) ([]string, error) {
 	if len(pruned) == 0 {
 		return nil, nil
 	}
+	d.checks.forget(pruned...)
 	if err := d.marks.drop(pruned...); err != nil {
 		return pruned, fmt.Errorf("docker runtime: prune: %w", err)
 	}

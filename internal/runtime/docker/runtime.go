@@ -36,7 +36,10 @@
 //
 // The runtime negotiates the Engine API version, from API 1.41 (Docker
 // 20.10). On engines before API 1.44 (Docker 25) healthcheck.start_interval
-// is not sent: Docker checks at interval during the start period too.
+// is not sent (Docker would check at interval during the start period too):
+// the runtime runs the start-interval checks itself through the exec
+// endpoints, until the first success, and Status reports that run healthy
+// while Docker still says "starting" (see startinterval.go).
 package docker
 
 import (
@@ -97,7 +100,8 @@ type Options struct {
 	// NeverPull makes Start fail when the image is not on the engine instead
 	// of pulling it (compose's pull_policy: never).
 	NeverPull bool
-	// Clock measures stops. Default the real clock.
+	// Clock measures stops and paces the start-interval checks the runtime
+	// runs on engines before API 1.44. Default the real clock.
 	Clock clockwork.Clock
 	// Logger receives the runtime's own events (creates, stops, prunes).
 	// Default: discarded.
@@ -113,6 +117,8 @@ type Docker struct {
 	marks *marks
 	clock clockwork.Clock
 	log   *slog.Logger
+	// checks runs healthcheck start_interval on engines that lack it.
+	checks *startChecks
 
 	mu       sync.Mutex
 	closed   bool
@@ -155,6 +161,7 @@ func New(opts Options) (*Docker, error) {
 		marks:    ms,
 		clock:    clock,
 		log:      log,
+		checks:   newStartChecks(opts.Client, clock, log),
 		stops:    map[string]*stopOp{},
 		services: map[string]*sync.Mutex{},
 	}, nil
@@ -166,6 +173,9 @@ func New(opts Options) (*Docker, error) {
 // container, same ID; otherwise a new container is created (pulling the
 // image if the engine lacks it, unless NeverPull) and started. Start returns
 // once Docker has started the container's process, not once it is healthy.
+// On an engine before API 1.44 whose healthcheck has a start_period and a
+// start_interval, the runtime then runs the check every start_interval
+// itself until it first passes (see startinterval.go).
 //
 // Errors: ErrUnsupported without an image; definition.ErrInvalid for an
 // invalid service or one the Docker runtime cannot honour (see buildSpec);
@@ -216,10 +226,16 @@ func (d *Docker) Start(ctx context.Context, svc definition.Service) error {
 		return fmt.Errorf("docker runtime: start %s version %s: container %s (version %s) is running: %w",
 			svc.Name, svc.Version, short(c.ID), c.Config.Labels[LabelVersion], runtime.ErrConflict)
 	}
+	id := ""
 	if existing != nil {
-		return d.restart(ctx, svc.Name, existing.ID)
+		id, err = existing.ID, d.restart(ctx, svc.Name, existing.ID)
+	} else {
+		id, err = d.create(ctx, svc, spec)
 	}
-	return d.create(ctx, svc, spec)
+	if err == nil && needsStartInterval(svc.Healthcheck, d.cli.ClientVersion()) {
+		d.checks.start(svc.Name, id, *svc.Healthcheck)
+	}
+	return err
 }
 
 // restart starts the existing container id again and counts it.
@@ -237,34 +253,35 @@ func (d *Docker) restart(ctx context.Context, name, id string) error {
 	return nil
 }
 
-// create creates svc's container from spec and starts it.
-func (d *Docker) create(ctx context.Context, svc definition.Service, spec containerSpec) error {
+// create creates svc's container from spec and starts it; it returns the
+// container's ID.
+func (d *Docker) create(ctx context.Context, svc definition.Service, spec containerSpec) (string, error) {
 	if err := d.ensureNetworks(ctx, svc.Networks); err != nil {
-		return fmt.Errorf("docker runtime: start %s: %w", svc.Name, err)
+		return "", fmt.Errorf("docker runtime: start %s: %w", svc.Name, err)
 	}
 	resp, err := d.cli.ContainerCreate(ctx, spec.Config, spec.Host, spec.Networking, nil, spec.Name)
 	if cerrdefs.IsNotFound(err) && !d.opts.NeverPull {
 		if perr := d.pull(ctx, svc.Image); perr != nil {
-			return fmt.Errorf("docker runtime: start %s: image %s is not on the engine and pulling it failed: %w; build it (mythex image build --tag %s) or make its registry reachable", svc.Name, svc.Image, perr, svc.Image)
+			return "", fmt.Errorf("docker runtime: start %s: image %s is not on the engine and pulling it failed: %w; build it (mythex image build --tag %s) or make its registry reachable", svc.Name, svc.Image, perr, svc.Image)
 		}
 		resp, err = d.cli.ContainerCreate(ctx, spec.Config, spec.Host, spec.Networking, nil, spec.Name)
 	}
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
-			return fmt.Errorf("docker runtime: start %s: %w; build the image (mythex image build --tag %s) or pull it", svc.Name, err, svc.Image)
+			return "", fmt.Errorf("docker runtime: start %s: %w; build the image (mythex image build --tag %s) or pull it", svc.Name, err, svc.Image)
 		}
-		return fmt.Errorf("docker runtime: start %s: create container %s: %w", svc.Name, spec.Name, err)
+		return "", fmt.Errorf("docker runtime: start %s: create container %s: %w", svc.Name, spec.Name, err)
 	}
 	for _, n := range spec.Connect {
 		if err := d.cli.NetworkConnect(ctx, n, resp.ID, nil); err != nil {
-			return fmt.Errorf("docker runtime: start %s: connect container %s to network %s: %w", svc.Name, short(resp.ID), n, err)
+			return "", fmt.Errorf("docker runtime: start %s: connect container %s to network %s: %w", svc.Name, short(resp.ID), n, err)
 		}
 	}
 	if err := d.cli.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
-		return fmt.Errorf("docker runtime: start %s: container %s: %w", svc.Name, short(resp.ID), err)
+		return "", fmt.Errorf("docker runtime: start %s: container %s: %w", svc.Name, short(resp.ID), err)
 	}
 	d.log.Info("docker runtime: created and started container", "service", svc.Name, "version", svc.Version, "id", short(resp.ID), "name", spec.Name)
-	return nil
+	return resp.ID, nil
 }
 
 // pull pulls ref, reading the progress stream to its end.
@@ -289,7 +306,7 @@ func (d *Docker) Status(ctx context.Context) ([]runtime.ServiceStatus, error) {
 	}
 	out := make([]runtime.ServiceStatus, 0, len(cs))
 	for _, c := range cs {
-		out = append(out, statusOf(c, d.marks.get(c.ID), d.stopping(c.ID)))
+		out = append(out, d.checks.apply(statusOf(c, d.marks.get(c.ID), d.stopping(c.ID)), c))
 	}
 	slices.SortFunc(out, func(a, b runtime.ServiceStatus) int {
 		return cmp.Or(cmp.Compare(a.Name, b.Name), a.StartedAt.Compare(b.StartedAt), cmp.Compare(a.ID, b.ID))
@@ -298,12 +315,14 @@ func (d *Docker) Status(ctx context.Context) ([]runtime.ServiceStatus, error) {
 }
 
 // Close marks the runtime closed: later calls return ErrClosed. Containers
-// keep running, and Stops in progress finish (the engine carries them out).
-// The client is the caller's to close.
+// keep running, and Stops in progress finish (the engine carries them out);
+// the start-interval checks end, and Close waits for them. The client is the
+// caller's to close.
 func (d *Docker) Close() error {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	d.closed = true
+	d.mu.Unlock()
+	d.checks.close()
 	return nil
 }
 
