@@ -22,8 +22,9 @@
 //
 // Requests go out over HTTP/1.1 keep-alive connections through one
 // fasthttp.HostClient (fasthttp.go), each worker reusing its own request and
-// response, so a request costs no allocation (net/http's cost about 54 µs and
-// 72 allocations each, half the prober's CPU at 5,000 req/s). A request once
+// response, so a request costs no allocation (net/http's path made about 50
+// per request; at 5,000 req/s the prober's user CPU fell by about 30 % and
+// its late sends by half). A request once
 // written is never retried: a reused connection that dies under it is counted
 // (ReasonReusedConnDied), as an ALB would answer 502. A connection the peer
 // closed while idle in the pool is skipped before anything is written, as

@@ -26,8 +26,8 @@ const (
 // fastTransport is the prober's default transport: one fasthttp.HostClient
 // for the target, HTTP/1.1 with keep-alive, shared by all workers, each
 // worker with its own request and response reused for every exchange (no
-// allocation per request in steady state; net/http spent about 54 µs and 72
-// allocations per exchange, half the prober's CPU at 5,000 req/s).
+// allocation per request in steady state, where net/http's path made about
+// 50, with a context, a timer and an httptrace each).
 //
 //   - At most maxConns connections, one per request in flight (the prober's
 //     MaxInFlight bounds those); a request that finds every connection busy
