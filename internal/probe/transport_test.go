@@ -7,7 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
+	neturl "net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -79,7 +79,7 @@ func statusHandler(status int, header map[string]string) http.HandlerFunc {
 // connections closed at cleanup.
 func newTestTransport(t testing.TB, rawURL string) *fastTransport {
 	t.Helper()
-	u, err := url.Parse(rawURL)
+	u, err := neturl.Parse(rawURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -494,4 +494,34 @@ func TestRun_RealSlowServerKeepsSchedule(t *testing.T) {
 		t.Errorf("max latency from scheduled time %v, want ≥ 1.5s (the queue builds up)", r.Latency.Max)
 	}
 	t.Logf("arrivals over %v; latency from scheduled time p50 %v max %v; from send p50 %v", spread, r.Latency.P50, r.Latency.Max, r.SendLatency.P50)
+}
+
+// TestExchange_HEAD: a HEAD response's Content-Length announces a body that
+// never comes; the exchange must not wait for it.
+func TestExchange_HEAD(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	url := rawServer(t, func(_ int, c net.Conn) {
+		br := bufio.NewReader(c)
+		for readRequest(br) {
+			_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Mythex-Version: v1\r\n\r\n"))
+		}
+		<-release
+	})
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newFastTransport(u, http.MethodHead, "mythex-measure", 4, time.Second)
+	t.Cleanup(tr.closeIdle)
+	x := tr.newExchanger()
+	for i := range 2 {
+		obs, ex := x.exchange(time.Second)
+		if Classify(obs).Class != ClassOK || ex.version != "v1" {
+			t.Fatalf("HEAD %d: %v/%v status %d err %v", i, Classify(obs).Class, Classify(obs).Reason, obs.Status, obs.Err)
+		}
+	}
+	if n := tr.dials(); n != 1 {
+		t.Errorf("%d connections for 2 HEAD requests, want 1", n)
+	}
 }
