@@ -81,9 +81,10 @@ const (
 	ReasonEOF
 	// ReasonTimeout: no complete response within the probe's timeout.
 	ReasonTimeout
-	// ReasonReusedConnDied: a reused keep-alive connection died under the
-	// request and Go's transport silently retried it on a new connection (the
-	// keep-alive race; an ALB would have answered 502).
+	// ReasonReusedConnDied: a keep-alive connection that had already carried
+	// an exchange closed or reset under the request before any byte of the
+	// response arrived (the keep-alive race; an ALB would have answered 502,
+	// Go's net/http would have retried silently).
 	ReasonReusedConnDied
 	// ReasonUnreachable: no route to the host or network.
 	ReasonUnreachable
@@ -94,8 +95,9 @@ const (
 	ReasonAppStatus
 	// ReasonHealth503: a 503 from the health path (ClassDrainSignal).
 	ReasonHealth503
-	// ReasonLocal: a resource of the prober's own machine ran out (file
-	// descriptors, ephemeral ports, buffers).
+	// ReasonLocal: a resource of the prober's own machine or of the prober
+	// itself ran out (file descriptors, ephemeral ports, kernel buffers, its
+	// connection pool, its response-head buffer).
 	ReasonLocal
 	// ReasonDNS: the URL's host name did not resolve.
 	ReasonDNS
@@ -138,8 +140,8 @@ func (r Reason) String() string {
 }
 
 // Observation is everything Classify needs to know about one request. The
-// prober fills it from the response headers, the transport error and an
-// httptrace of the connections used.
+// prober fills it from the response headers, the transport error and what
+// its connection wrapper saw on the socket (transport.go).
 type Observation struct {
 	// Err is the error of sending the request or of reading the response body
 	// to its end; nil when a complete response arrived.
@@ -155,9 +157,13 @@ type Observation struct {
 	AppAnswered bool
 	// HealthPath: the request went to the target's health path.
 	HealthPath bool
-	// Retried: the transport used more than one connection for this request,
-	// i.e. a reused connection failed and Go's transport retried.
-	Retried bool
+	// ReusedConn (set with Err only): the request was sent on a keep-alive
+	// connection that had already carried an exchange, not on one dialed
+	// for it.
+	ReusedConn bool
+	// ResponseStarted (set with Err only): at least one byte of the response
+	// arrived (the head may still have been cut short, leaving Status 0).
+	ResponseStarted bool
 }
 
 // Outcome is Classify's decision: a Class and the Reason for it.
@@ -169,7 +175,8 @@ type Outcome struct {
 // Classify decides the Class of one request from what was observed. It is a
 // pure function. Rules, first match wins:
 //
-//  1. Retried → reached nothing (the keep-alive race hidden by Go's retry).
+//  1. A reused connection that closed or reset before any response byte →
+//     reached nothing, ReasonReusedConnDied (the keep-alive race).
 //  2. An error → by kind: the prober's own failures (canceled, fd/port
 //     exhaustion, DNS) are probe errors; timeouts, refused, reset, EOF,
 //     unreachable and anything unknown reached nothing.
@@ -180,11 +187,12 @@ type Outcome struct {
 //  6. Other 5xx → app error.
 //  7. Everything else → ok.
 func Classify(o Observation) Outcome {
-	if o.Retried {
-		return Outcome{ClassReachedNothing, ReasonReusedConnDied}
-	}
 	if o.Err != nil {
-		return classifyErr(o.Err)
+		out := classifyErr(o.Err)
+		if o.ReusedConn && !o.ResponseStarted && (out.Reason == ReasonEOF || out.Reason == ReasonReset) {
+			return Outcome{ClassReachedNothing, ReasonReusedConnDied}
+		}
+		return out
 	}
 	lbGenerated := o.LBMarker != "" || isALB(o.Server)
 	switch {
@@ -210,10 +218,19 @@ func isALB(server string) bool {
 	return len(server) >= 6 && strings.EqualFold(server[:6], "awselb")
 }
 
+// errLocalLimit is wrapped by errors that a limit of the prober itself caused
+// (every connection of its pool busy, a response head larger than its read
+// buffer): Classify counts them as probe errors (ReasonLocal), never as
+// requests the target dropped.
+var errLocalLimit = errors.New("prober limit")
+
 // classifyErr classifies a transport or body-read error.
 func classifyErr(err error) Outcome {
 	if errors.Is(err, context.Canceled) {
 		return Outcome{ClassProbeError, ReasonCanceled}
+	}
+	if errors.Is(err, errLocalLimit) {
+		return Outcome{ClassProbeError, ReasonLocal}
 	}
 	if isDNS(err) {
 		return Outcome{ClassProbeError, ReasonDNS}

@@ -64,8 +64,14 @@ func TestClassify(t *testing.T) {
 		{"host unreachable", Observation{Err: opErr("dial", syscall.EHOSTUNREACH)}, Outcome{ClassReachedNothing, ReasonUnreachable}},
 		{"network unreachable", Observation{Err: opErr("dial", syscall.ENETUNREACH)}, Outcome{ClassReachedNothing, ReasonUnreachable}},
 		{"unknown transport error", Observation{Err: urlErr(errors.New("net/http: HTTP/1.x transport connection broken: malformed HTTP response"))}, Outcome{ClassReachedNothing, ReasonTransport}},
-		{"reused connection died, retry got 200", Observation{Status: 200, AppAnswered: true, Retried: true}, Outcome{ClassReachedNothing, ReasonReusedConnDied}},
-		{"reused connection died, retry refused", Observation{Err: opErr("dial", syscall.ECONNREFUSED), Retried: true}, Outcome{ClassReachedNothing, ReasonReusedConnDied}},
+		// reached nothing: the keep-alive race
+		{"reused connection closed before the response", Observation{Err: errClosedBeforeResponse, ReusedConn: true}, Outcome{ClassReachedNothing, ReasonReusedConnDied}},
+		{"reused connection reset before the response", Observation{Err: opErr("read", syscall.ECONNRESET), ReusedConn: true}, Outcome{ClassReachedNothing, ReasonReusedConnDied}},
+		{"broken pipe writing on a reused connection", Observation{Err: opErr("write", syscall.EPIPE), ReusedConn: true}, Outcome{ClassReachedNothing, ReasonReusedConnDied}},
+		{"reused connection cut mid-response is EOF", Observation{Status: 200, Err: io.ErrUnexpectedEOF, ReusedConn: true, ResponseStarted: true}, Outcome{ClassReachedNothing, ReasonEOF}},
+		{"reused connection reset after a partial head is a reset", Observation{Err: opErr("read", syscall.ECONNRESET), ReusedConn: true, ResponseStarted: true}, Outcome{ClassReachedNothing, ReasonReset}},
+		{"timeout on a reused connection is a timeout", Observation{Err: errTimedOut, ReusedConn: true}, Outcome{ClassReachedNothing, ReasonTimeout}},
+		{"fresh connection closed before the response is EOF", Observation{Err: errClosedBeforeResponse}, Outcome{ClassReachedNothing, ReasonEOF}},
 
 		// app error
 		{"500 from app", Observation{Status: 500, AppAnswered: true}, Outcome{ClassAppError, ReasonAppStatus}},
@@ -87,6 +93,8 @@ func TestClassify(t *testing.T) {
 		{"no buffer space", Observation{Err: opErr("write", syscall.ENOBUFS)}, Outcome{ClassProbeError, ReasonLocal}},
 		{"name does not resolve", Observation{Err: urlErr(&net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "nope.invalid", IsNotFound: true}})}, Outcome{ClassProbeError, ReasonDNS}},
 		{"DNS timeout is the prober's, not the target's", Observation{Err: urlErr(&net.OpError{Op: "dial", Err: &net.DNSError{Err: "i/o timeout", IsTimeout: true}})}, Outcome{ClassProbeError, ReasonDNS}},
+		{"buffers exhausted on a reused connection", Observation{Err: opErr("write", syscall.ENOBUFS), ReusedConn: true}, Outcome{ClassProbeError, ReasonLocal}},
+		{"prober's own connection pool or buffer limit", Observation{Err: fmt.Errorf("%w: every connection of the pool busy", errLocalLimit)}, Outcome{ClassProbeError, ReasonLocal}},
 		{"prober canceled the request", Observation{Err: urlErr(context.Canceled)}, Outcome{ClassProbeError, ReasonCanceled}},
 		{"mythex LB rejected the probe request", Observation{Status: 400, LBMarker: "bad-request"}, Outcome{ClassProbeError, ReasonLBRejected}},
 		{"ALB 403 fixed response", Observation{Status: 403, Server: "awselb/2.0"}, Outcome{ClassProbeError, ReasonLBRejected}},

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -37,11 +36,6 @@ type Deps struct {
 	// clockwork.NewRealClock() inside a testing/synctest bubble. (Request
 	// timeouts always run on real time: the network stack enforces them.)
 	Clock clockwork.Clock
-	// Transport sends the requests; its RoundTrip is called directly (no
-	// http.Client: no redirects followed, no cookies). Default:
-	// NewTransport(MaxInFlight, Timeout). A custom one must not retry on its
-	// own if its results are to mean anything.
-	Transport http.RoundTripper
 	// Logger receives panics of request goroutines and of OnBucket. Default:
 	// discard.
 	Logger *slog.Logger
@@ -51,6 +45,10 @@ type Deps struct {
 	// then are delivered before Stop returns. It is called from one goroutine
 	// and must not block for long.
 	OnBucket func(Bucket)
+
+	// transport replaces the default fasthttp transport; for tests of the
+	// scheduler, which run on fake time.
+	transport transport
 }
 
 // Prober sends requests on an open-loop schedule and aggregates their
@@ -62,9 +60,8 @@ type Prober struct {
 	precise    bool // clock is the default real clock: sleep precisely
 	log        *slog.Logger
 	onBucket   func(Bucket)
-	rt         http.RoundTripper
-	ownRT      *http.Transport // the default transport, closed by Stop; nil when injected
-	tmpl       *http.Request
+	tr         transport
+	url        string
 	healthPath bool
 	rec        *recorder
 
@@ -98,17 +95,13 @@ func New(cfg Config, deps Deps) (*Prober, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmpl, err := http.NewRequest(cfg.Method, u.String(), nil)
-	if err != nil {
-		return nil, fmt.Errorf("%w: url: %v", ErrInvalidConfig, err)
-	}
-	tmpl.Header.Set("User-Agent", cfg.UserAgent)
 	p := &Prober{
 		cfg:        cfg,
 		clock:      deps.Clock,
 		log:        deps.Logger,
 		onBucket:   deps.OnBucket,
-		tmpl:       tmpl,
+		tr:         deps.transport,
+		url:        u.String(),
 		healthPath: u.Path == cfg.HealthPath,
 		rec:        newRecorder(cfg.LateTolerance),
 		jobs:       make(chan job),
@@ -124,12 +117,9 @@ func New(cfg Config, deps Deps) (*Prober, error) {
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
-	rt := deps.Transport
-	if rt == nil {
-		p.ownRT = NewTransport(cfg.MaxInFlight, cfg.Timeout)
-		rt = p.ownRT
+	if p.tr == nil {
+		p.tr = newFastTransport(u, cfg.Method, cfg.UserAgent, cfg.MaxInFlight, cfg.Timeout)
 	}
-	p.rt = rt
 	return p, nil
 }
 
@@ -170,7 +160,7 @@ func (p *Prober) Done() <-chan struct{} { return p.loopDone }
 func (p *Prober) InFlight() int { return int(p.inflight.Load()) }
 
 // Stop stops sending, waits for the requests in flight (each ends within
-// Config.Timeout), closes the default transport's idle connections, delivers
+// Config.Timeout), closes the transport's idle connections, delivers
 // the remaining seconds to Deps.OnBucket and returns the Report. Later calls
 // return the same Report. Stop before Start returns an empty Report, closes
 // Done and makes Start fail.
@@ -181,7 +171,7 @@ func (p *Prober) Stop() Report {
 		started := p.started
 		p.mu.Unlock()
 		close(p.stopCh)
-		p.report = Report{URL: p.tmpl.URL.String(), Rate: p.cfg.Rate, MaxInFlight: p.cfg.MaxInFlight}
+		p.report = Report{URL: p.url, Rate: p.cfg.Rate, MaxInFlight: p.cfg.MaxInFlight}
 		if !started {
 			p.report.Buckets = []Bucket{}
 			close(p.loopDone)
@@ -190,15 +180,14 @@ func (p *Prober) Stop() Report {
 		<-p.loopDone
 		close(p.jobs) // the scheduler, the only sender, has returned
 		p.pool.Wait()
-		if p.ownRT != nil {
-			p.ownRT.CloseIdleConnections()
-		}
+		p.tr.closeIdle()
 		p.rec.closeAll()
 		close(p.flush)
 		<-p.emitDone
 		p.report.StartedAt = p.sched.start
 		p.report.Elapsed = p.sendEnd.Sub(p.sched.start)
 		p.rec.fill(&p.report)
+		p.report.NewConns = p.tr.dials()
 	})
 	return p.report
 }
@@ -287,18 +276,20 @@ func (p *Prober) dispatch(i int64) {
 	p.jobs <- j
 }
 
-// worker makes requests until jobs is closed.
+// worker makes requests until jobs is closed, each through its own
+// exchanger.
 func (p *Prober) worker(j job) {
 	defer p.pool.Done()
+	x := p.tr.newExchanger()
 	for ok := true; ok; j, ok = <-p.jobs {
-		p.send(j.due, j.second)
+		p.send(x, j.due, j.second)
 		p.inflight.Add(-1)
 	}
 }
 
 // send makes one request and records its result. A panic is recovered,
 // logged and recorded as a probe error.
-func (p *Prober) send(due time.Time, second int) {
+func (p *Prober) send(x exchanger, due time.Time, second int) {
 	recorded := false
 	defer func() {
 		if v := recover(); v != nil {
@@ -309,8 +300,9 @@ func (p *Prober) send(due time.Time, second int) {
 		}
 	}()
 	sent := p.clock.Now()
-	obs, x := exchange(p.rt, p.tmpl, p.cfg.Timeout, p.healthPath)
+	obs, ex := x.exchange(p.cfg.Timeout)
 	end := p.clock.Now()
+	obs.HealthPath = p.healthPath
 	out := Classify(obs)
 	var detail string
 	switch out.Reason {
@@ -326,17 +318,16 @@ func (p *Prober) send(due time.Time, second int) {
 	}
 	recorded = true
 	p.rec.record(result{
-		second:   second,
-		outcome:  out,
-		status:   obs.Status,
-		detail:   detail,
-		latency:  end.Sub(due),
-		sendLat:  end.Sub(sent),
-		lag:      sent.Sub(due),
-		version:  x.version,
-		host:     x.host,
-		newConns: x.newConns,
-		err:      obs.Err,
+		second:  second,
+		outcome: out,
+		status:  obs.Status,
+		detail:  detail,
+		latency: end.Sub(due),
+		sendLat: end.Sub(sent),
+		lag:     sent.Sub(due),
+		version: ex.version,
+		host:    ex.host,
+		err:     obs.Err,
 	})
 }
 

@@ -3,9 +3,7 @@ package probe
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,8 +15,9 @@ import (
 	"github.com/mythex/mythex/internal/wire"
 )
 
-// fakeTarget is an in-memory target for tests run in a synctest bubble: it
-// answers after delay (fake time), one request at a time when capacity is 1.
+// fakeTarget is an in-memory target for tests run in a synctest bubble, a
+// transport of its own: it answers after delay (fake time), one request at a
+// time when capacity is 1, and times requests out like the real transport.
 // Its state is real: it counts what it received.
 type fakeTarget struct {
 	delay    time.Duration
@@ -32,20 +31,25 @@ type fakeTarget struct {
 	arrivals bool
 }
 
-func (f *fakeTarget) RoundTrip(req *http.Request) (*http.Response, error) {
+func (f *fakeTarget) newExchanger() exchanger { return f }
+func (f *fakeTarget) dials() int64            { return 0 }
+func (f *fakeTarget) closeIdle()              {}
+
+func (f *fakeTarget) exchange(timeout time.Duration) (Observation, exchanged) {
 	f.received.Add(1)
 	if f.arrivals {
 		f.mu.Lock()
 		f.sentAt = append(f.sentAt, time.Since(f.start))
 		f.mu.Unlock()
 	}
-	ctx := req.Context()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
 	if f.slots != nil {
 		select {
 		case f.slots <- struct{}{}:
 			defer func() { <-f.slots }()
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		case <-deadline.C:
+			return Observation{Err: errTimedOut}, exchanged{}
 		}
 	}
 	if f.delay > 0 {
@@ -53,19 +57,22 @@ func (f *fakeTarget) RoundTrip(req *http.Request) (*http.Response, error) {
 		defer t.Stop()
 		select {
 		case <-t.C:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		case <-deadline.C:
+			return Observation{Err: errTimedOut}, exchanged{}
 		}
 	}
 	status := f.status
 	if status == 0 {
 		status = 200
 	}
-	h := http.Header{}
-	for k, v := range f.header {
-		h[k] = v
-	}
-	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader("ok")), Request: req}, nil
+	h := f.header
+	ex := exchanged{version: h.Get(wire.HeaderVersion), host: h.Get(wire.HeaderHost)}
+	return Observation{
+		Status:      status,
+		LBMarker:    h.Get(wire.HeaderLB),
+		Server:      h.Get("Server"),
+		AppAnswered: ex.version != "" || ex.host != "" || h.Get(wire.HeaderService) != "",
+	}, ex
 }
 
 func mustNew(t *testing.T, cfg Config, deps Deps) *Prober {
@@ -99,7 +106,7 @@ func checkSums(t *testing.T, r Report) {
 func TestProber_OpenLoopAgainstSlowTarget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		target := &fakeTarget{delay: 20 * time.Millisecond, slots: make(chan struct{}, 1), arrivals: true, start: time.Now()}
-		p := mustNew(t, Config{URL: "http://target/", Rate: 100, Duration: 3 * time.Second, Timeout: time.Minute}, Deps{Clock: clockwork.NewRealClock(), Transport: target})
+		p := mustNew(t, Config{URL: "http://target/", Rate: 100, Duration: 3 * time.Second, Timeout: time.Minute}, Deps{Clock: clockwork.NewRealClock(), transport: target})
 		if err := p.Start(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +148,7 @@ func TestProber_OpenLoopAgainstSlowTarget(t *testing.T) {
 // the actual send hides it.
 func TestProber_LatencyFromScheduleIncludesSendLag(t *testing.T) {
 	clock := clockwork.NewFakeClockAt(t0)
-	p := mustNew(t, Config{URL: "http://target/", Rate: 10, Duration: time.Second}, Deps{Clock: clock, Transport: &fakeTarget{}})
+	p := mustNew(t, Config{URL: "http://target/", Rate: 10, Duration: time.Second}, Deps{Clock: clock, transport: &fakeTarget{}})
 	ctx := t.Context()
 	if err := p.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -186,7 +193,7 @@ func waitFor(t *testing.T, cond func() bool) {
 func TestProber_InFlightBound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		target := &fakeTarget{delay: time.Hour}
-		p := mustNew(t, Config{URL: "http://target/", Rate: 100, Duration: time.Second, Timeout: 5 * time.Second, MaxInFlight: 7}, Deps{Clock: clockwork.NewRealClock(), Transport: target})
+		p := mustNew(t, Config{URL: "http://target/", Rate: 100, Duration: time.Second, Timeout: 5 * time.Second, MaxInFlight: 7}, Deps{Clock: clockwork.NewRealClock(), transport: target})
 		if err := p.Start(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +227,7 @@ func TestProber_OnBucket(t *testing.T) {
 		var got []Bucket
 		var at []time.Duration
 		var mu sync.Mutex
-		p := mustNew(t, Config{URL: "http://target/", Rate: 10, Duration: 3 * time.Second}, Deps{Clock: clockwork.NewRealClock(), Transport: target, OnBucket: func(b Bucket) {
+		p := mustNew(t, Config{URL: "http://target/", Rate: 10, Duration: 3 * time.Second}, Deps{Clock: clockwork.NewRealClock(), transport: target, OnBucket: func(b Bucket) {
 			mu.Lock()
 			defer mu.Unlock()
 			got = append(got, b)
@@ -264,7 +271,7 @@ func TestProber_LongRunMemoryBound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		target := &fakeTarget{header: http.Header{wire.HeaderVersion: {"v1"}}}
 		const seconds = 1200
-		p := mustNew(t, Config{URL: "http://target/", Rate: 20, Duration: seconds * time.Second}, Deps{Clock: clockwork.NewRealClock(), Transport: target})
+		p := mustNew(t, Config{URL: "http://target/", Rate: 20, Duration: seconds * time.Second}, Deps{Clock: clockwork.NewRealClock(), transport: target})
 		var heapAt100, heapAt1100 uint64
 		p.onBucket = func(b Bucket) {
 			switch b.Second {
@@ -297,7 +304,7 @@ func TestProber_LongRunMemoryBound(t *testing.T) {
 func TestProber_StopEarly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		target := &fakeTarget{delay: 500 * time.Millisecond}
-		p := mustNew(t, Config{URL: "http://target/", Rate: 10}, Deps{Clock: clockwork.NewRealClock(), Transport: target})
+		p := mustNew(t, Config{URL: "http://target/", Rate: 10}, Deps{Clock: clockwork.NewRealClock(), transport: target})
 		if err := p.Start(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -326,7 +333,7 @@ func TestProber_StopEarly(t *testing.T) {
 func TestProber_ContextEndsSending(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		target := &fakeTarget{delay: 200 * time.Millisecond}
-		p := mustNew(t, Config{URL: "http://target/", Rate: 10}, Deps{Clock: clockwork.NewRealClock(), Transport: target})
+		p := mustNew(t, Config{URL: "http://target/", Rate: 10}, Deps{Clock: clockwork.NewRealClock(), transport: target})
 		ctx, cancel := context.WithCancel(t.Context())
 		if err := p.Start(ctx); err != nil {
 			t.Fatal(err)
@@ -344,7 +351,7 @@ func TestProber_ContextEndsSending(t *testing.T) {
 func TestProber_Lifecycle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := Config{URL: "http://target/", Rate: 1, Duration: time.Second}
-		p := mustNew(t, cfg, Deps{Clock: clockwork.NewRealClock(), Transport: &fakeTarget{}})
+		p := mustNew(t, cfg, Deps{Clock: clockwork.NewRealClock(), transport: &fakeTarget{}})
 		if err := p.Start(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -353,7 +360,7 @@ func TestProber_Lifecycle(t *testing.T) {
 		}
 		p.Stop()
 
-		q := mustNew(t, cfg, Deps{Clock: clockwork.NewRealClock(), Transport: &fakeTarget{}})
+		q := mustNew(t, cfg, Deps{Clock: clockwork.NewRealClock(), transport: &fakeTarget{}})
 		r := q.Stop()
 		if r.Requests != 0 || r.Buckets == nil {
 			t.Errorf("Stop before Start = %+v", r)
@@ -374,7 +381,7 @@ func TestProber_Lifecycle(t *testing.T) {
 func TestProber_OnBucketPanicIsContained(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		calls := 0
-		p := mustNew(t, Config{URL: "http://target/", Rate: 5, Duration: 2 * time.Second}, Deps{Clock: clockwork.NewRealClock(), Transport: &fakeTarget{}, OnBucket: func(Bucket) {
+		p := mustNew(t, Config{URL: "http://target/", Rate: 5, Duration: 2 * time.Second}, Deps{Clock: clockwork.NewRealClock(), transport: &fakeTarget{}, OnBucket: func(Bucket) {
 			calls++
 			panic("boom")
 		}})
@@ -406,7 +413,7 @@ func TestRun_Classes(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				r, err := Run(t.Context(), Config{URL: tc.url, Rate: 10, Duration: time.Second}, Deps{Clock: clockwork.NewRealClock(), Transport: tc.target})
+				r, err := Run(t.Context(), Config{URL: tc.url, Rate: 10, Duration: time.Second}, Deps{Clock: clockwork.NewRealClock(), transport: tc.target})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -422,7 +429,7 @@ func TestRun_Classes(t *testing.T) {
 func TestProber_StartWithEndedContextSendsNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		target := &fakeTarget{}
-		p := mustNew(t, Config{URL: "http://target/", Rate: 10, Duration: time.Second}, Deps{Clock: clockwork.NewRealClock(), Transport: target})
+		p := mustNew(t, Config{URL: "http://target/", Rate: 10, Duration: time.Second}, Deps{Clock: clockwork.NewRealClock(), transport: target})
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		if err := p.Start(ctx); err != nil {

@@ -35,9 +35,7 @@ type result struct {
 	lag     time.Duration // actual send − due time
 	version string
 	host    string
-	// newConns is the number of connections dialed for the request.
-	newConns int
-	err      error
+	err     error
 }
 
 // tally counts requests by class.
@@ -79,7 +77,6 @@ type recorder struct {
 	maxLag        time.Duration
 	maxLatency    time.Duration // exact; the histograms round
 	maxSendLat    time.Duration
-	newConns      int64
 	reasons       map[reasonKey]int64
 	versions      map[string]int64
 	hosts         map[string]int64
@@ -140,7 +137,6 @@ func (r *recorder) record(res result) {
 			t.late++
 		}
 	}
-	r.newConns += int64(res.newConns)
 	if res.lag > r.maxLag {
 		r.maxLag = res.lag
 	}
@@ -256,7 +252,6 @@ func (r *recorder) fill(rep *Report) {
 	rep.LateSends = t.late
 	rep.Unsent = t.unsent
 	rep.MaxSendLag = r.maxLag
-	rep.NewConns = r.newConns
 	rep.Latency = latencyOf(r.latency, r.maxLatency)
 	rep.SendLatency = latencyOf(r.sendLatency, r.maxSendLat)
 	rep.Reasons = make([]ReasonCount, 0, len(r.reasons))

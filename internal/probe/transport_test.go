@@ -2,9 +2,13 @@ package probe
 
 import (
 	"bufio"
+	"crypto/x509"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	neturl "net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -71,13 +75,23 @@ func statusHandler(status int, header map[string]string) http.HandlerFunc {
 	}
 }
 
-func doOnce(t *testing.T, client http.RoundTripper, url string, timeout time.Duration, healthPath bool) (Observation, exchanged) {
+// newTestTransport returns the default transport for url, its idle
+// connections closed at cleanup.
+func newTestTransport(t testing.TB, rawURL string) *fastTransport {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
+	u, err := neturl.Parse(rawURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return exchange(client, req, timeout, healthPath)
+	tr := newFastTransport(u, http.MethodGet, "mythex-measure", 4, 2*time.Second)
+	t.Cleanup(tr.closeIdle)
+	return tr
+}
+
+// doOnce sends one request to url through a new default transport.
+func doOnce(t *testing.T, url string, timeout time.Duration) (Observation, exchanged) {
+	t.Helper()
+	return newTestTransport(t, url).newExchanger().exchange(timeout)
 }
 
 // TestExchange_RealServers classifies what real sockets and servers do.
@@ -145,6 +159,45 @@ func TestExchange_RealServers(t *testing.T) {
 		{"503 off the health path", func(t *testing.T) string {
 			return newTestServer(t, statusHandler(503, nil))
 		}, false, Outcome{ClassAppError, ReasonAppStatus}, 503},
+		{"closed right after accept", func(t *testing.T) string {
+			return rawServer(t, func(_ int, c net.Conn) {})
+		}, false, Outcome{ClassReachedNothing, ReasonEOF}, 0},
+		{"reset mid-body", func(t *testing.T) string {
+			return rawServer(t, func(_ int, c net.Conn) {
+				readRequest(bufio.NewReader(c))
+				_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b"))
+				_ = c.(*net.TCPConn).SetLinger(0)
+			})
+		}, false, Outcome{ClassReachedNothing, ReasonReset}, 200},
+		{"chunked body cut short", func(t *testing.T) string {
+			return rawServer(t, func(_ int, c net.Conn) {
+				readRequest(bufio.NewReader(c))
+				_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n"))
+			})
+		}, false, Outcome{ClassReachedNothing, ReasonEOF}, 200},
+		{"head cut short", func(t *testing.T) string {
+			return rawServer(t, func(_ int, c net.Conn) {
+				readRequest(bufio.NewReader(c))
+				_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Len"))
+			})
+		}, false, Outcome{ClassReachedNothing, ReasonEOF}, 0},
+		{"timeout mid-body", func(t *testing.T) string {
+			return rawServer(t, func(_ int, c net.Conn) {
+				readRequest(bufio.NewReader(c))
+				_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b"))
+				<-release
+			})
+		}, false, Outcome{ClassReachedNothing, ReasonTimeout}, 200},
+		{"malformed response", func(t *testing.T) string {
+			return rawServer(t, func(_ int, c net.Conn) {
+				readRequest(bufio.NewReader(c))
+				_, _ = c.Write([]byte("SMTP ready\r\n\r\n"))
+				<-release
+			})
+		}, false, Outcome{ClassReachedNothing, ReasonTransport}, 0},
+		{"head larger than the prober's buffer is the prober's limit", func(t *testing.T) string {
+			return newTestServer(t, statusHandler(200, map[string]string{"X-Big": strings.Repeat("x", readBufferSize)}))
+		}, false, Outcome{ClassProbeError, ReasonLocal}, 0},
 		{"redirect is not followed", func(t *testing.T) string {
 			return newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.Path != "/" {
@@ -156,9 +209,8 @@ func TestExchange_RealServers(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			client := NewTransport(4, time.Second)
-			t.Cleanup(client.CloseIdleConnections)
-			obs, _ := doOnce(t, client, tc.url(t), 300*time.Millisecond, tc.healthPath)
+			obs, _ := doOnce(t, tc.url(t), 300*time.Millisecond)
+			obs.HealthPath = tc.healthPath
 			got := Classify(obs)
 			if got != tc.want || obs.Status != tc.status {
 				t.Errorf("got %v/%v status %d (err %v), want %v/%v status %d", got.Class, got.Reason, obs.Status, obs.Err, tc.want.Class, tc.want.Reason, tc.status)
@@ -167,54 +219,154 @@ func TestExchange_RealServers(t *testing.T) {
 	}
 }
 
-// TestExchange_ReusedConnectionDied: the keep-alive race. The server answers
-// one request on a connection, then closes it when the next request arrives
-// on it. Go's transport silently retries that GET on a new connection, which
-// answers 200; the prober still sees the failure.
-func TestExchange_ReusedConnectionDied(t *testing.T) {
-	var conns atomic.Int32
+// keepAliveRaceServer answers one request on its first connection, then
+// ends that connection when the next request arrives on it (closing, or
+// resetting when reset), as a server whose keep-alive timeout fires just as
+// the request is sent. Later connections answer every request. It returns
+// the URL and the count of requests received.
+func keepAliveRaceServer(t *testing.T, reset bool) (string, *atomic.Int32) {
+	var requests atomic.Int32
 	const okResp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Mythex-Version: v1\r\n\r\nok"
 	url := rawServer(t, func(n int, c net.Conn) {
-		conns.Add(1)
+		br := bufio.NewReader(c)
+		for readRequest(br) {
+			if requests.Add(1); n == 0 && requests.Load() > 1 {
+				if reset {
+					_ = c.(*net.TCPConn).SetLinger(0)
+				}
+				return
+			}
+			_, _ = c.Write([]byte(okResp))
+		}
+	})
+	return url, &requests
+}
+
+// TestExchange_ReusedConnectionDied: the keep-alive race. The request on the
+// reused connection fails and is never retried (the server sees it once): it
+// reached nothing, as an ALB would answer 502. The next request dials anew.
+func TestExchange_ReusedConnectionDied(t *testing.T) {
+	for _, reset := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reset=%v", reset), func(t *testing.T) {
+			url, requests := keepAliveRaceServer(t, reset)
+			tr := newTestTransport(t, url)
+			x := tr.newExchanger()
+			first, _ := x.exchange(2 * time.Second)
+			if got := Classify(first); got.Class != ClassOK || tr.dials() != 1 {
+				t.Fatalf("first request: %v/%v (err %v), %d dials", got.Class, got.Reason, first.Err, tr.dials())
+			}
+			second, _ := x.exchange(2 * time.Second)
+			if got := Classify(second); got != (Outcome{ClassReachedNothing, ReasonReusedConnDied}) || second.Status != 0 {
+				t.Errorf("second request: %v/%v status %d (err %v, reused %v), want reached_nothing/reused-conn-died", got.Class, got.Reason, second.Status, second.Err, second.ReusedConn)
+			}
+			third, _ := x.exchange(2 * time.Second)
+			if got := Classify(third); got.Class != ClassOK || tr.dials() != 2 {
+				t.Errorf("third request: %v/%v (err %v), %d dials; want ok on a new connection", got.Class, got.Reason, third.Err, tr.dials())
+			}
+			if n := requests.Load(); n != 3 {
+				t.Errorf("server received %d requests for 3 exchanges: a request was retried", n)
+			}
+		})
+	}
+}
+
+// TestExchange_IdleConnectionClosedIsSkipped: a connection the server closed
+// while it sat idle in the pool is not used (net/http's background read and
+// an ALB notice the FIN the same way): the next request goes out on a new
+// connection and is ok.
+func TestExchange_IdleConnectionClosedIsSkipped(t *testing.T) {
+	closed := make(chan struct{})
+	const okResp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+	url := rawServer(t, func(n int, c net.Conn) {
 		br := bufio.NewReader(c)
 		if n == 0 {
-			// First connection: answer once, then hang up on the next request.
 			if readRequest(br) {
 				_, _ = c.Write([]byte(okResp))
-				readRequest(br)
 			}
+			c.Close() // FIN while the prober holds the connection idle
+			close(closed)
 			return
 		}
 		for readRequest(br) {
 			_, _ = c.Write([]byte(okResp))
 		}
 	})
-	client := NewTransport(4, time.Second)
-	t.Cleanup(client.CloseIdleConnections)
+	tr := newTestTransport(t, url)
+	x := tr.newExchanger()
+	if obs, _ := x.exchange(2 * time.Second); obs.Err != nil || obs.Status != 200 {
+		t.Fatalf("first request: status %d err %v", obs.Status, obs.Err)
+	}
+	<-closed // on loopback the FIN has arrived when close returns
+	obs, _ := x.exchange(2 * time.Second)
+	if got := Classify(obs); got.Class != ClassOK {
+		t.Errorf("request after the idle close: %v/%v (err %v), want ok on a new connection", got.Class, got.Reason, obs.Err)
+	}
+	if n := tr.dials(); n != 2 {
+		t.Errorf("%d connections dialed, want 2", n)
+	}
+}
 
-	first, x1 := doOnce(t, client, url, 2*time.Second, false)
-	if got := Classify(first); got.Class != ClassOK || x1.newConns != 1 {
-		t.Fatalf("first request: %v/%v (err %v), %d new conns", got.Class, got.Reason, first.Err, x1.newConns)
+// TestExchange_KeepAlive: requests reuse one connection, and the request on
+// the wire is the URL's, path and query as given, with the prober's
+// User-Agent and no compression negotiated.
+func TestExchange_KeepAlive(t *testing.T) {
+	var got []string
+	var mu sync.Mutex
+	url := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, fmt.Sprintf("%s %s host=%s ua=%s ae=%q", r.Method, r.RequestURI, r.Host, r.UserAgent(), r.Header.Get("Accept-Encoding")))
+		mu.Unlock()
+		w.Header().Set(wire.HeaderVersion, "v3")
+		w.Header().Set(wire.HeaderHost, "web-9")
+	})
+	tr := newTestTransport(t, url+"/a//b/../c?x=1&y=%2F")
+	x := tr.newExchanger()
+	for i := range 3 {
+		obs, ex := x.exchange(2 * time.Second)
+		if Classify(obs).Class != ClassOK || ex.version != "v3" || ex.host != "web-9" {
+			t.Fatalf("request %d: %+v %+v", i, obs, ex)
+		}
 	}
-	second, x2 := doOnce(t, client, url, 2*time.Second, false)
-	if second.Err != nil || second.Status != 200 {
-		t.Fatalf("second request: status %d err %v; the transport's retry should have answered 200", second.Status, second.Err)
+	if n := tr.dials(); n != 1 {
+		t.Errorf("%d connections for 3 sequential requests, want 1", n)
 	}
-	if !second.Retried || x2.newConns != 1 {
-		t.Fatalf("second request: retried %v, new conns %d; want the retry seen", second.Retried, x2.newConns)
+	host := strings.TrimPrefix(url, "http://")
+	want := "GET /a//b/../c?x=1&y=%2F host=" + host + " ua=mythex-measure ae=\"\""
+	mu.Lock()
+	defer mu.Unlock()
+	for _, g := range got {
+		if g != want {
+			t.Errorf("server saw %q, want %q", g, want)
+		}
 	}
-	if got := Classify(second); got != (Outcome{ClassReachedNothing, ReasonReusedConnDied}) {
-		t.Errorf("second request classified %v/%v, want reached_nothing/reused-conn-died", got.Class, got.Reason)
+}
+
+// TestExchange_TLS: https targets get a TLS handshake at dial and keep the
+// connection alive.
+func TestExchange_TLS(t *testing.T) {
+	srv := httptest.NewTLSServer(statusHandler(200, map[string]string{wire.HeaderVersion: "v1"}))
+	t.Cleanup(srv.Close)
+	tr := newTestTransport(t, srv.URL)
+	x := tr.newExchanger()
+	if obs, _ := x.exchange(2 * time.Second); obs.Err == nil {
+		t.Fatalf("a certificate no root vouches for was accepted: status %d", obs.Status)
 	}
-	if n := conns.Load(); n != 2 {
-		t.Errorf("server saw %d connections, want 2", n)
+	tr.d.tls.RootCAs = x509.NewCertPool()
+	tr.d.tls.RootCAs.AddCert(srv.Certificate())
+	for i := range 2 {
+		obs, ex := x.exchange(2 * time.Second)
+		if Classify(obs).Class != ClassOK || ex.version != "v1" {
+			t.Fatalf("request %d: %+v %+v", i, obs, ex)
+		}
+	}
+	if n := tr.dials(); n != 1 { // a failed handshake opens none
+		t.Errorf("%d connections opened, want 1", n)
 	}
 }
 
 // TestRun_RealServerMix: the prober against a real server that answers in
 // turn ok, LB 502 and app 500; every class lands in the report. (Resets are
-// left out: on a reused connection Go's transport retries them, shifting the
-// turn; TestExchange_ReusedConnectionDied covers that.)
+// left out: TestExchange_ReusedConnectionDied covers them.)
 func TestRun_RealServerMix(t *testing.T) {
 	var n atomic.Int64
 	url := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -257,20 +409,16 @@ func TestRun_ProbeErrorIsNotReachedNothing(t *testing.T) {
 }
 
 // BenchmarkExchange is one request through the prober's HTTP path (request,
-// httptrace, body drain, header reads) against a local server, with the
-// client and server sharing the machine.
+// body read, header reads) against a local net/http server in the same
+// process (its allocations count too), client and server sharing the
+// machine.
 func BenchmarkExchange(b *testing.B) {
 	srv := httptest.NewServer(statusHandler(200, map[string]string{wire.HeaderVersion: "v1", wire.HeaderHost: "web-1"}))
 	b.Cleanup(srv.Close)
-	client := NewTransport(64, 2*time.Second)
-	b.Cleanup(client.CloseIdleConnections)
-	req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	x := newTestTransport(b, srv.URL).newExchanger()
 	b.ReportAllocs()
 	for b.Loop() {
-		obs, _ := exchange(client, req, 2*time.Second, false)
+		obs, _ := x.exchange(2 * time.Second)
 		if obs.Err != nil || obs.Status != 200 {
 			b.Fatalf("status %d err %v", obs.Status, obs.Err)
 		}
@@ -346,4 +494,34 @@ func TestRun_RealSlowServerKeepsSchedule(t *testing.T) {
 		t.Errorf("max latency from scheduled time %v, want ≥ 1.5s (the queue builds up)", r.Latency.Max)
 	}
 	t.Logf("arrivals over %v; latency from scheduled time p50 %v max %v; from send p50 %v", spread, r.Latency.P50, r.Latency.Max, r.SendLatency.P50)
+}
+
+// TestExchange_HEAD: a HEAD response's Content-Length announces a body that
+// never comes; the exchange must not wait for it.
+func TestExchange_HEAD(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	url := rawServer(t, func(_ int, c net.Conn) {
+		br := bufio.NewReader(c)
+		for readRequest(br) {
+			_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Mythex-Version: v1\r\n\r\n"))
+		}
+		<-release
+	})
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newFastTransport(u, http.MethodHead, "mythex-measure", 4, time.Second)
+	t.Cleanup(tr.closeIdle)
+	x := tr.newExchanger()
+	for i := range 2 {
+		obs, ex := x.exchange(time.Second)
+		if Classify(obs).Class != ClassOK || ex.version != "v1" {
+			t.Fatalf("HEAD %d: %v/%v status %d err %v", i, Classify(obs).Class, Classify(obs).Reason, obs.Status, obs.Err)
+		}
+	}
+	if n := tr.dials(); n != 1 {
+		t.Errorf("%d connections for 2 HEAD requests, want 1", n)
+	}
 }
