@@ -51,6 +51,8 @@ func observedErr(err error, c *probeConn) error {
 		return errTimedOut
 	case err == fasthttp.ErrNoFreeConns:
 		return fmt.Errorf("%w: every connection of the pool busy: %w", errLocalLimit, err)
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		return fmt.Errorf("%w: response body larger than %d bytes: %w", errLocalLimit, maxBodySize, err)
 	case errors.As(err, &small):
 		return fmt.Errorf("%w: response head larger than %d bytes: %w", errLocalLimit, readBufferSize, err)
 	case sockErr != nil && !errors.Is(err, sockErr):

@@ -35,6 +35,7 @@ func TestObservedErr(t *testing.T) {
 		{"timeout before any socket error", fasthttp.ErrTimeout, nil, Outcome{ClassReachedNothing, ReasonTimeout}},
 		{"pool exhausted", fasthttp.ErrNoFreeConns, nil, Outcome{ClassProbeError, ReasonLocal}},
 		{"head too large", &fasthttp.ErrSmallBuffer{}, conn(nil), Outcome{ClassProbeError, ReasonLocal}},
+		{"body too large", fasthttp.ErrBodyTooLarge, conn(nil), Outcome{ClassProbeError, ReasonLocal}},
 		{"broken chunk after a FIN", brokenChunk, conn(io.EOF), Outcome{ClassReachedNothing, ReasonEOF}},
 		{"broken chunk after a reset", brokenChunk, conn(reset), Outcome{ClassReachedNothing, ReasonReset}},
 		{"unexpected EOF in a body", io.ErrUnexpectedEOF, conn(io.EOF), Outcome{ClassReachedNothing, ReasonEOF}},

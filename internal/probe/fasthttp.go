@@ -21,6 +21,11 @@ const (
 	// it). A larger head is a probe error (ReasonLocal), not a dropped
 	// request. One buffer per exchange in flight, taken from a pool.
 	readBufferSize = 16 << 10
+	// maxBodySize bounds a response body the prober reads (each worker
+	// buffers its response's body whole before dropping it): a larger body
+	// is a probe error (ReasonLocal), so a target answering with huge bodies
+	// cannot make thousands of workers hold gigabytes.
+	maxBodySize = 8 << 20
 )
 
 // fastTransport is the prober's default transport: one fasthttp.HostClient
@@ -69,6 +74,7 @@ func newFastTransport(u *url.URL, method, userAgent string, maxConns int, timeou
 		MaxIdemponentCallAttempts: maxConns + 1, // each retry skips one dead idle connection
 		RetryIfErr:                retryIfIdleClosed,
 		ReadBufferSize:            readBufferSize,
+		MaxResponseBodySize:       maxBodySize,
 		DisablePathNormalizing:    true,
 		NoDefaultUserAgentHeader:  true,
 	}
