@@ -11,8 +11,12 @@
 # CPU time per request (user+system, from /proc) is printed too, as it depends
 # less on what else the machine is doing.
 #
-# Loopback only; bounded in time (about ROUNDS × 2 × 4 × DURATION seconds plus
-# warm-up: ~2.5 min by default); every process it starts is stopped on exit.
+# Then the latency each proxy adds at a steady LAT_RATE (1,000 req/s), with
+# mythex measure (open loop), direct vs mythex lb vs HAProxy.
+#
+# Loopback only; bounded in time (about ROUNDS × (2 × 4 × DURATION + 3 ×
+# LAT_DURATION) seconds plus warm-up: ~4 min by default); every process it
+# starts is stopped on exit.
 #
 #   bench/lb.sh                       # defaults: ROUNDS=3 DURATION=6
 #   ROUNDS=5 DURATION=10 bench/lb.sh
@@ -197,6 +201,30 @@ for c in $CONNS; do
       "$([[ $name == direct ]] && echo - || echo "$cpu")"
   done
 done
+# Added latency at a steady 1,000 req/s (the issue's ≤ 1 ms p99 target), with
+# mythex measure: open loop, so a slow response does not delay the next send
+# (wrk is closed-loop and would hide it). Latency from the actual send;
+# direct, mythex and haproxy interleaved, ROUNDS rounds of LAT_DURATION.
+LAT_RATE=${LAT_RATE:-1000}
+LAT_DURATION=${LAT_DURATION:-10s}
+echo
+echo "== added latency at ${LAT_RATE} req/s: ${ROUNDS} rounds × {direct mythex haproxy} × ${LAT_DURATION} of mythex measure"
+for round in $(seq 1 "$ROUNDS"); do
+  for name in direct mythex haproxy; do
+    "$work/mythex" measure --url "${url[$name]}" --rate "$LAT_RATE" --duration "$LAT_DURATION" --json >"$work/lat.json" 2>/dev/null || true
+    read -r p50 p99 < <(tr -d ' \n' <"$work/lat.json" | grep -o '"send_latency_ms":{[^}]*}' |
+      awk -F'[:,{}]' '{for (i = 1; i < NF; i++) {if ($i == "\"p50\"") a = $(i+1); if ($i == "\"p99\"") b = $(i+1)}} END {print (a == "" ? "nan" : a), (b == "" ? "nan" : b)}')
+    echo "$p50 $p99" >>"$work/lat.$name"
+    printf '  round %s  %-8s p50 %6.3f ms  p99 %6.3f ms\n' "$round" "$name" "$p50" "$p99"
+  done
+done
+d50=$(median "$work/lat.direct" 1); d99=$(median "$work/lat.direct" 2)
+for name in mythex haproxy; do
+  p50=$(median "$work/lat.$name" 1); p99=$(median "$work/lat.$name" 2)
+  printf '  %-8s median p50 %6.3f ms (+%.3f)  p99 %6.3f ms (+%.3f over direct %.3f)\n' "$name" "$p50" \
+    "$(awk -v a="$p50" -v b="$d50" 'BEGIN {print a-b}')" "$p99" "$(awk -v a="$p99" -v b="$d99" 'BEGIN {print a-b}')" "$d99"
+done
+
 echo
 echo "== RSS after load"
 printf '  mythex lb %s MB · haproxy %s MB · caddy %s MB · backend %s MB\n' \
