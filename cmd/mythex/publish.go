@@ -160,7 +160,7 @@ func (t *publishTarget) router() (publish.Router, error) {
 
 // timingFlags are the gate's look delays.
 type timingFlags struct {
-	look, poll, stable, window, restore time.Duration
+	look, poll, stable, window, restore, call time.Duration
 }
 
 func (f *timingFlags) addFlags(fs *pflag.FlagSet) {
@@ -170,11 +170,12 @@ func (f *timingFlags) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.stable, "stable-for", d.StableFor, "how long a machine must stay up after its latest start or crash to be live")
 	fs.DurationVar(&f.window, "window", d.Window, "longest the judgement may take; at its end, never started or never healthy is failed, missing evidence unknown")
 	fs.DurationVar(&f.restore, "restore-timeout", d.RestoreTimeout, "longest a rollback may take to get the restored machines healthy")
+	fs.DurationVar(&f.call, "call-timeout", d.CallTimeout, "longest one platform API call may take; an update waits for the old machine to stop, so keep it above the platform's stop timeout")
 }
 
 func (f *timingFlags) options() (publish.Options, error) {
-	o := publish.Options{LookInterval: f.look, PollInterval: f.poll, StableFor: f.stable, Window: f.window, RestoreTimeout: f.restore}
-	for name, v := range map[string]time.Duration{"--look-interval": f.look, "--poll-interval": f.poll, "--window": f.window, "--restore-timeout": f.restore} {
+	o := publish.Options{LookInterval: f.look, PollInterval: f.poll, StableFor: f.stable, Window: f.window, RestoreTimeout: f.restore, CallTimeout: f.call}
+	for name, v := range map[string]time.Duration{"--look-interval": f.look, "--poll-interval": f.poll, "--window": f.window, "--restore-timeout": f.restore, "--call-timeout": f.call} {
 		if v <= 0 {
 			return o, usagef("%s %s: give a positive duration such as 5s", name, v)
 		}

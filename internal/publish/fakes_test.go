@@ -67,7 +67,10 @@ type fakePlatform struct {
 	seq                             int
 	// failGet, when set, may fail a Get (a control-plane error).
 	failGet func(now time.Time, id string) error
-	calls   []string
+	// updateErr, when set, is returned by Update after it has updated the
+	// machine (a control plane that did the work but did not answer in time).
+	updateErr error
+	calls     []string
 }
 
 func newFakePlatform(clock clockwork.Clock) *fakePlatform {
@@ -218,6 +221,9 @@ func (f *fakePlatform) Update(_ context.Context, app, id string, cfg platform.Co
 	f.event(m, platform.Event{Type: platform.EventUpdate, Status: "replacing", Source: "user", Timestamp: now})
 	f.boot(m, now, f.startDelay)
 	f.record("update %s %s", id, cfg.Image)
+	if f.updateErr != nil {
+		return platform.Machine{}, f.updateErr
+	}
 	return f.view(m), nil
 }
 

@@ -40,7 +40,12 @@ type Options struct {
 	// RestoreTimeout bounds a rollback: the restored release's machines must
 	// be started and healthy within it. Default 2m.
 	RestoreTimeout time.Duration
-	// CallTimeout bounds one platform API call. Default 15s.
+	// CallTimeout bounds one platform API call. Default 45s: an update of
+	// the local platform's machine returns once the old process has stopped
+	// (its --stop-timeout defaults to 30s, and an app draining gracefully
+	// takes its drain period), so a shorter bound would cut healthy updates
+	// off. A call that still does not answer is a control-plane error: the
+	// release is judged by what the machines run, never failed by it.
 	CallTimeout time.Duration
 	// ReconcileWindow bounds one reconciler check of a live release. Default
 	// 3 × LookInterval.
@@ -55,7 +60,7 @@ var DefaultOptions = Options{
 	Window:         5 * time.Minute,
 	SwitchTimeout:  2 * time.Minute,
 	RestoreTimeout: 2 * time.Minute,
-	CallTimeout:    15 * time.Second,
+	CallTimeout:    45 * time.Second,
 }
 
 // withDefaults fills zero fields from DefaultOptions.

@@ -415,6 +415,35 @@ func TestGate_ControlPlaneErrorsNeverRollBack(t *testing.T) {
 
 // TestGate_TimeoutsThenAnswers: control-plane timeouts that clear leave a
 // live verdict with a warning.
+// An update the platform did not answer in time is not a verdict: the gate
+// judges what the machines run. A good release goes live, a crashing one is
+// rolled back for its crashes — never for the timeout.
+func TestGate_UpdateTimeoutIsJudgedNotRolledBack(t *testing.T) {
+	cases := []struct {
+		name       string
+		image      string
+		wantStatus Status
+		rollback   bool
+	}{
+		{"good release goes live", imgGood2, StatusLive, false},
+		{"crashing release fails for its crashes", imgCrash, StatusFailed, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, false, Options{Window: time.Minute})
+			e.publish(t, req(imgGood))
+			e.p.updateErr = fmt.Errorf("POST /machines: %w: context deadline exceeded", platform.ErrTimeout)
+			res := e.publish(t, req(tc.image))
+			if res.Verdict.Status != tc.wantStatus || (res.Rollback != nil) != tc.rollback {
+				t.Fatalf("verdict %v, rollback %+v; want %v, rollback %v", res.Verdict, res.Rollback, tc.wantStatus, tc.rollback)
+			}
+			if strings.Contains(strings.Join(res.Verdict.Reasons, " "), "update to") {
+				t.Errorf("reasons %q blame the update's timeout", res.Verdict.Reasons)
+			}
+		})
+	}
+}
+
 func TestGate_TimeoutsThenAnswers(t *testing.T) {
 	e := newEnv(t, false, Options{})
 	e.publish(t, req(imgGood))

@@ -199,9 +199,17 @@ func (g *Gate) Publish(ctx context.Context, req Request) (Result, error) {
 			_, err := g.p.Update(cctx, app, m.ID, cfg)
 			cancel()
 			rel.Machines = append(rel.Machines, m.ID)
+			if err != nil && platform.IsControlPlane(err) {
+				// The platform did not answer: the update may or may not
+				// have happened. An API error alone never fails a release:
+				// judge what the machines run, as after any update.
+				g.step(app, rel.ID, t0, "machine %s: the platform did not answer the update to %s (%v); judging what it runs", m.ID, rel.ID, err)
+				continue
+			}
 			if err != nil {
-				// Some machines may run the release already: judge nothing,
-				// restore the last good release on all of them.
+				// The platform refused the update; some machines may run the
+				// release already: judge nothing, restore the last good
+				// release on all of them.
 				return g.fail(ctx, rel, lastGood, hasGood, req, t0, Verdict{Status: StatusFailed,
 					Reasons: []string{fmt.Sprintf("machine %s: update to %s failed: %v", m.ID, rel.ID, err)}})
 			}
