@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -70,7 +71,9 @@ stays JSON) and for --tail after it exits.
 A line per second goes to stderr as the run goes; the summary (or --json) goes
 to stdout. Exit status: 0 ok; 1 when more than --max-dropped requests reached
 nothing or the command failed; 2 bad input; 3 when the measurement is
-incomplete (probe errors, unsent requests, interrupted).`,
+incomplete (probe errors, unsent requests, interrupted). --json carries the
+same verdict: "verdict" (pass, fail, incomplete), "verdict_reason" and
+"max_dropped" beside the totals and per-second buckets.`,
 		Example: `  # 500 requests per second for 30 s through the load balancer
   mythex measure --url http://127.0.0.1:8080/
 
@@ -140,6 +143,8 @@ func runMeasure(ctx context.Context, o measureOptions, argv []string, mio measur
 		return usagef("--max-dropped %d is negative: give how many requests may reach nothing, e.g. 0", o.maxDropped)
 	case !withCommand && o.duration <= 0:
 		return usagef("--duration %v: give how long to probe, e.g. 30s", o.duration)
+	case o.timeout == 0:
+		return usagef("--timeout 0: give the per-request time limit, e.g. 2s (a request slower than it reached nothing)")
 	}
 	var cmdPath string
 	if withCommand {
@@ -211,10 +216,11 @@ func runMeasure(ctx context.Context, o measureOptions, argv []string, mio measur
 	report.Command = cmdResult
 	interrupted := ctx.Err() != nil
 
+	v := measureVerdict(&report, o.maxDropped, interrupted)
 	if o.jsonOut {
 		enc := json.NewEncoder(mio.stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(report); err != nil {
+		if err := enc.Encode(measureOutput{Report: report, Verdict: v.name(), VerdictReason: v.message, MaxDropped: o.maxDropped}); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}
 	} else if err := probe.WriteSummary(mio.stdout, &report, style); err != nil {
@@ -224,7 +230,6 @@ func runMeasure(ctx context.Context, o measureOptions, argv []string, mio measur
 		fmt.Fprintf(mio.stderr, "warning: %.1f%% of sends left more than %s behind schedule (machine busy?); latency is still measured from the scheduled time\n",
 			late, cfg.LateTolerance)
 	}
-	v := measureVerdict(&report, o.maxDropped, interrupted)
 	if !o.jsonOut {
 		fmt.Fprintln(mio.stdout, v.line())
 	}
@@ -260,20 +265,60 @@ func runCommand(ctx context.Context, path string, argv []string, stdin io.Reader
 	return res
 }
 
+// measureOutput is mythex measure --json's output: the report's fields, plus
+// the verdict the exit code carries, so CI can read it from the JSON too.
+type measureOutput struct {
+	probe.Report
+	// Verdict is pass (exit 0), fail (exit 1) or incomplete (exit 3).
+	Verdict string `json:"verdict"`
+	// VerdictReason says why, as the text output's last line does.
+	VerdictReason string `json:"verdict_reason"`
+	// MaxDropped is --max-dropped: requests allowed to reach nothing.
+	MaxDropped int64 `json:"max_dropped"`
+}
+
+// MarshalJSON is the report's JSON with the verdict fields appended (the
+// embedded Report's own MarshalJSON would otherwise drop them).
+func (m measureOutput) MarshalJSON() ([]byte, error) {
+	rep, err := json.Marshal(m.Report)
+	if err != nil {
+		return nil, err
+	}
+	extra, err := json.Marshal(struct {
+		Verdict       string `json:"verdict"`
+		VerdictReason string `json:"verdict_reason"`
+		MaxDropped    int64  `json:"max_dropped"`
+	}{m.Verdict, m.VerdictReason, m.MaxDropped})
+	if err != nil {
+		return nil, err
+	}
+	rep = bytes.TrimRight(rep, " \n")
+	if len(rep) < 2 || rep[len(rep)-1] != '}' {
+		return nil, fmt.Errorf("report JSON is not an object: %.40q", rep)
+	}
+	out := append(rep[:len(rep)-1:len(rep)-1], ',')
+	return append(out, extra[1:]...), nil
+}
+
 // verdict is mythex measure's outcome: an exit code and why.
 type verdict struct {
 	code    int
 	message string
 }
 
+// name is the verdict as JSON gives it: pass, fail or incomplete.
+func (v verdict) name() string {
+	switch v.code {
+	case exitOK:
+		return "pass"
+	case exitFailed:
+		return "fail"
+	}
+	return "incomplete"
+}
+
 func (v verdict) line() string {
-	if v.code == exitOK {
-		return "PASS: " + v.message
-	}
-	if v.code == exitFailed {
-		return "FAIL: " + v.message
-	}
-	return "INCOMPLETE: " + v.message
+	return strings.ToUpper(v.name()) + ": " + v.message
 }
 
 // measureVerdict decides the exit code from a report: failures (requests

@@ -91,6 +91,9 @@ type measureJSON struct {
 	OK             int64              `json:"ok"`
 	ProbeErrors    int64              `json:"probe_errors"`
 	Latency        map[string]float64 `json:"latency_ms"`
+	Verdict        string             `json:"verdict"`
+	VerdictReason  string             `json:"verdict_reason"`
+	MaxDropped     *int64             `json:"max_dropped"`
 	Command        *struct {
 		Argv     []string `json:"argv"`
 		ExitCode int      `json:"exit_code"`
@@ -114,7 +117,7 @@ func decodeReport(t *testing.T, r cliResult) measureJSON {
 	if err := json.Unmarshal([]byte(r.stdout), &raw); err != nil {
 		t.Fatalf("stdout is not one JSON object: %v\nstdout:\n%s\nstderr:\n%s", err, r.stdout, r.stderr)
 	}
-	for _, k := range []string{"requests", "reached_nothing", "app_errors", "drain_signals", "ok", "late_sends", "probe_errors", "latency_ms", "command", "buckets"} {
+	for _, k := range []string{"requests", "reached_nothing", "app_errors", "drain_signals", "ok", "late_sends", "probe_errors", "latency_ms", "command", "buckets", "verdict", "verdict_reason", "max_dropped"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("JSON report lacks %q", k)
 		}
@@ -242,8 +245,14 @@ func TestMeasureCmd_ExitCodes(t *testing.T) {
 			if r.code != tc.code {
 				t.Fatalf("exit %d, want %d\nstderr:\n%s", r.code, tc.code, r.stderr)
 			}
-			if m := decodeReport(t, r); !tc.check(m) {
+			m := decodeReport(t, r)
+			if !tc.check(m) {
 				t.Errorf("report %+v", m)
+			}
+			// The JSON carries the verdict the exit code does.
+			want := map[int]string{0: "pass", 1: "fail", 3: "incomplete"}[tc.code]
+			if m.Verdict != want || m.VerdictReason == "" || m.MaxDropped == nil {
+				t.Errorf("verdict %q (%q), max_dropped %v; want %q with a reason", m.Verdict, m.VerdictReason, m.MaxDropped, want)
 			}
 		})
 	}
@@ -258,6 +267,8 @@ func TestMeasureCmd_BadInput(t *testing.T) {
 	}{
 		{"no url", []string{"measure"}, "--url is required"},
 		{"bad scheme", []string{"measure", "--url", "ftp://x/"}, "scheme must be http or https"},
+		{"no scheme", []string{"measure", "--url", "localhost:9101"}, "e.g. http://localhost:9101"},
+		{"zero timeout", []string{"measure", "--url", "http://127.0.0.1:1/", "--timeout", "0"}, "--timeout 0: give the per-request time limit"},
 		{"zero rate", []string{"measure", "--url", "http://127.0.0.1:1/", "--rate", "0"}, "--rate: 0 requests per second: must be > 0"},
 		{"negative in-flight bound", []string{"measure", "--url", "http://127.0.0.1:1/", "--max-in-flight", "-3"}, "--max-in-flight: -3 is negative"},
 		{"rate not a number", []string{"measure", "--url", "http://127.0.0.1:1/", "--rate", "fast"}, "invalid argument"},

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -107,6 +108,8 @@ func (c Config) validate() (*url.URL, error) {
 	var u *url.URL
 	if c.URL == "" {
 		bad("url", "required: give the absolute URL to probe, e.g. http://127.0.0.1:8080/")
+	} else if !strings.Contains(c.URL, "://") {
+		bad("url", "%q has no http:// or https://: give the scheme too, e.g. http://%s", c.URL, strings.TrimPrefix(c.URL, "//"))
 	} else if p, err := url.Parse(c.URL); err != nil {
 		bad("url", "cannot parse %q: %v", c.URL, err)
 	} else if p.Scheme != "http" && p.Scheme != "https" {

@@ -16,6 +16,7 @@ func TestNew_InvalidConfig(t *testing.T) {
 		{"no url", Config{Rate: 1}, "url:"},
 		{"relative url", Config{URL: "/healthz", Rate: 1}, "url:"},
 		{"ftp scheme", Config{URL: "ftp://h/", Rate: 1}, "scheme must be http or https"},
+		{"host:port without a scheme", Config{URL: "127.0.0.1:9101", Rate: 1}, "give the scheme too, e.g. http://127.0.0.1:9101"},
 		{"no host", Config{URL: "http:///x", Rate: 1}, "has no host"},
 		{"unparsable url", Config{URL: "http://[::1", Rate: 1}, "cannot parse"},
 		{"zero rate", Config{URL: "http://h/"}, "rate:"},
