@@ -146,6 +146,10 @@ func printDemoSummary(w io.Writer, s demo.Summary) {
 			fmt.Fprintf(w, "  %-8s %7.2fs %7.2fs %6s  %s\n", h.Host, h.Seconds, h.BoundSeconds, ratio, strings.Join(ph, " · "))
 		}
 	}
+	if n := len(s.Deploys); n > 0 && s.Deploys[n-1].Bound.Total() > 0 {
+		fmt.Fprintf(w, "  (bound: the least one host's deploy can take with these numbers, %.2fs — %s; ratio = took ÷ bound. The drain's serving period is spent inside stop.)\n",
+			s.Deploys[n-1].Bound.Total().Seconds(), s.Deploys[n-1].Bound.Explain())
+	}
 	fmt.Fprintln(w)
 	switch {
 	case s.OK():

@@ -15,7 +15,7 @@ import (
 
 // ErrNoToken is returned by LoadToken when neither the file nor the environment
 // variable gives a token.
-var ErrNoToken = errors.New("no admin token")
+var ErrNoToken = errors.New("no token")
 
 // LoadToken returns the token from file when file is not empty, else from the
 // environment variable env. Surrounding white space is trimmed. It returns

@@ -186,7 +186,10 @@ func (r *hostRun) drain(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("load balancer did not take %s out of rotation: %w", r.h.Name, err)
 	}
-	return fmt.Sprintf("out of rotation (%s)", describe(t)), nil
+	if !t.Registered {
+		return fmt.Sprintf("out of rotation (%s)", describe(t)), nil
+	}
+	return fmt.Sprintf("out of rotation (%s, %d in flight)", stateOf(t), t.InFlight), nil
 }
 
 func (r *hostRun) stop(ctx context.Context) (string, error) {
@@ -337,16 +340,22 @@ func describe(t TargetView) string {
 	if !t.Registered {
 		return "deregistered, nothing in flight"
 	}
-	s := t.State
-	if t.Reason != "" {
-		s += " " + t.Reason
-	}
+	s := stateOf(t)
 	if t.InRotation {
 		s += ", in rotation"
 	} else {
 		s += ", out of rotation"
 	}
 	return fmt.Sprintf("%s, %d in flight", s, t.InFlight)
+}
+
+// stateOf is the target's state and reason, e.g. "unhealthy
+// Target.FailedHealthChecks".
+func stateOf(t TargetView) string {
+	if t.Reason != "" {
+		return t.State + " " + t.Reason
+	}
+	return t.State
 }
 
 func short(hash string) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -38,6 +39,9 @@ func (l *Loaded) Dir() string { return filepath.Dir(l.Path) }
 // file gives the os error, wrapped.
 func Load(path string) (*Loaded, error) {
 	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read fleet config: %w; give the fleet's config with -f FILE (examples/seed/after.yml is a complete one)", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read fleet config: %w", err)
 	}
