@@ -268,6 +268,9 @@ changed), 3 unknown (nothing rolled back; ` + "`mythex publish reconcile`" + ` d
 			if app == "" || image == "" {
 				return usagef("publish needs --app NAME and --image REF (on the local platform, the executable's path)")
 			}
+			if err := publish.ValidateAppName(app); err != nil {
+				return usagef("%s", strings.TrimPrefix(err.Error(), publish.ErrInvalid.Error()+": "))
+			}
 			cfg, err := releaseConfig(image, env, args, policy, maxRetries, port, cmd.Flags().Changed("max-retries"))
 			if err != nil {
 				return err

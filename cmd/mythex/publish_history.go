@@ -35,6 +35,14 @@ can be restored from its record.`,
   mythex publish history --json | jq '.[] | select(.status == "rolled_back") | .reason'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if app != "" {
+				if err := publish.ValidateAppName(app); err != nil {
+					return usagef("%s", strings.TrimPrefix(err.Error(), publish.ErrInvalid.Error()+": "))
+				}
+			}
+			if fi, err := os.Stat(target.stateDir); err == nil && !fi.IsDir() {
+				return usagef("--state-dir %s is a file: give the directory mythex publish keeps its release store in", target.stateDir)
+			}
 			// A read: no store yet means no releases, and nothing is created.
 			db := filepath.Join(target.stateDir, publish.DBFile)
 			if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) {

@@ -149,6 +149,9 @@ func TestPublishCmd_BadInput(t *testing.T) {
 		{"window too short", []string{"publish", "--app", "api", "--image", "x", "--window", "5s"}, "look twice"},
 		{"local platform not running", []string{"publish", "--app", "api", "--image", "x"}, "local-platform --state-dir"},
 		{"bad app name", []string{"publish", "--app", "My App", "--image", "x", "--platform", "fly", "--fly-token", "t", "--fly-api-url", "http://127.0.0.1:1"}, "lower-case"},
+		{"bad app name before the platform is asked", []string{"publish", "--app", "Bad_Name", "--image", "x"}, "lower-case"},
+		{"history: bad app name", []string{"publish", "history", "--app", "Bad_Name"}, "lower-case"},
+		{"bad call timeout", []string{"publish", "--app", "api", "--image", "x", "--call-timeout", "0s"}, "--call-timeout"},
 		{"fly without token", []string{"publish", "--app", "api", "--image", "x", "--platform", "fly", "--fly-token", ""}, "FLY_API_TOKEN"},
 		{"stray argument", []string{"publish", "api"}, "takes no arguments"},
 	}
@@ -182,6 +185,17 @@ func TestPublishHistoryCmd_NoStoreCreatesNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("history created %s (stat: %v)", dir, err)
+	}
+}
+
+func TestPublishHistoryCmd_StateDirIsAFile(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(f, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCLI(t, "publish", "history", "--state-dir", f)
+	if code != 2 || !strings.Contains(errOut, "is a file") {
+		t.Errorf("exit %d, stderr %q; want 2 saying --state-dir is a file", code, errOut)
 	}
 }
 

@@ -34,14 +34,24 @@ type Request struct {
 
 var appName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
+// ValidateAppName returns an error matching ErrInvalid unless name is an app
+// name: 1–63 lower-case letters, digits and dashes, not starting with a dash
+// (a Fly app name's shape).
+func ValidateAppName(name string) error {
+	if !appName.MatchString(name) {
+		return fmt.Errorf("%w: app %q: give a name of lower-case letters, digits and dashes (e.g. --app api)", ErrInvalid, name)
+	}
+	return nil
+}
+
 // normalize validates r and applies defaults. Errors match ErrInvalid and
 // name the field.
 func (g *Gate) normalize(r Request) (Request, error) {
 	bad := func(format string, args ...any) (Request, error) {
 		return r, fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 	}
-	if !appName.MatchString(r.App) {
-		return bad("app %q: give a name of lower-case letters, digits and dashes (e.g. --app api)", r.App)
+	if err := ValidateAppName(r.App); err != nil {
+		return r, err
 	}
 	if err := r.Config.Validate(); err != nil {
 		return bad("%v", err)
