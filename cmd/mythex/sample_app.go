@@ -24,11 +24,10 @@ also reads MYTHEX_APP_<FLAG>. "sample-app -h" lists them.`,
   MYTHEX_APP_CRASH_ON_START=500ms mythex sample-app
   mythex sample-app check http://127.0.0.1:9101/healthz`,
 		DisableFlagParsing: true,
-		Hidden:             true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// The app handles its own signals (drain); mythex's root context,
 			// cancelled on SIGTERM too, must not start the drain a second way.
-			if code := sampleapp.Run(context.WithoutCancel(cmd.Context()), args, os.Getenv, os.Stderr); code != 0 {
+			if code := sampleapp.RunAs(context.WithoutCancel(cmd.Context()), "mythex sample-app", args, os.Getenv, os.Stderr); code != 0 {
 				return silentExit(code)
 			}
 			return nil

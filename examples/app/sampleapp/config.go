@@ -39,11 +39,11 @@ type config struct {
 	Latency       time.Duration // delay before answering each non-health request
 }
 
-// flagSet declares every flag on a new FlagSet writing to out and returns it
+// flagSet declares every flag on a new FlagSet named prog writing to out and returns it
 // with the config it fills.
-func flagSet(out io.Writer) (*flag.FlagSet, *config) {
+func flagSet(prog string, out io.Writer) (*flag.FlagSet, *config) {
 	c := &config{}
-	fs := flag.NewFlagSet("app", flag.ContinueOnError)
+	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8081", "`address` to serve on (host:port; port 0 picks a free one, logged at start)")
 	fs.StringVar(&c.Service, "service", "app", "service `name` it reports (api, orchestrator, gateway, publish-worker…)")
@@ -72,8 +72,8 @@ func envName(flagName string) string {
 // command line, its MYTHEX_APP_* variable from getenv (a flag wins over its
 // variable). Errors wrap errUsage and name the flag or variable; flag.ErrHelp
 // is returned (wrapped) for -h. Usage goes to out.
-func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
-	fs, c := flagSet(out)
+func parseConfig(prog string, args []string, getenv func(string) string, out io.Writer) (config, error) {
+	fs, c := flagSet(prog, out)
 	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -146,22 +146,22 @@ func (c *config) validate() error {
 // usage prints the flags with their environment variables.
 func usage(fs *flag.FlagSet) {
 	w := fs.Output()
-	fmt.Fprint(w, `app: mythex's sample HTTP service (drains on SIGTERM with package drain).
+	fmt.Fprintf(w, `%[1]s: mythex's sample HTTP service (drains on SIGTERM with package drain).
 
 Usage:
-  app [flags]        serve
-  app check URL      exit 0 when URL answers 200 within 2s, else 1
+  %[1]s [flags]        serve
+  %[1]s check URL      exit 0 when URL answers 200 within 2s, else 1
 
 Every flag also reads MYTHEX_APP_<FLAG> (e.g. --drain-serve-period reads
 MYTHEX_APP_DRAIN_SERVE_PERIOD); the flag wins.
 
 Examples:
-  app --listen 127.0.0.1:9101 --service api --version v2
-  MYTHEX_APP_CRASH_AFTER=3s MYTHEX_APP_CRASH_EXIT_CODE=0 app
-  app check http://127.0.0.1:9101/healthz
+  %[1]s --listen 127.0.0.1:9101 --service api --version v2
+  MYTHEX_APP_CRASH_AFTER=3s MYTHEX_APP_CRASH_EXIT_CODE=0 %[1]s
+  %[1]s check http://127.0.0.1:9101/healthz
 
 Flags:
-`)
+`, fs.Name())
 	fs.VisitAll(func(f *flag.Flag) {
 		name, help := flag.UnquoteUsage(f)
 		fmt.Fprintf(w, "  --%s %s\n    \t%s", f.Name, name, help)

@@ -78,7 +78,7 @@ func TestParseConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			getenv := func(k string) string { return tt.env[k] }
-			got, err := parseConfig(tt.args, getenv, io.Discard)
+			got, err := parseConfig("app", tt.args, getenv, io.Discard)
 			if tt.wantErr != "" {
 				if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("parseConfig error = %v, want a usage error containing %q", err, tt.wantErr)
@@ -97,7 +97,7 @@ func TestParseConfig(t *testing.T) {
 
 func TestParseConfig_Help(t *testing.T) {
 	var out strings.Builder
-	_, err := parseConfig([]string{"-h"}, func(string) string { return "" }, &out)
+	_, err := parseConfig("app", []string{"-h"}, func(string) string { return "" }, &out)
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("parseConfig(-h) = %v, want flag.ErrHelp", err)
 	}

@@ -24,10 +24,16 @@ import (
 // listen or crashed on purpose, 2 bad input, or the --crash-exit-code. Logs and
 // errors go to stderr. It catches SIGTERM and SIGINT itself.
 func Run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
+	return RunAs(ctx, "app", args, getenv, stderr)
+}
+
+// RunAs is Run with the program name its usage text shows (e.g. "mythex
+// sample-app" when mythex runs it as a subcommand).
+func RunAs(ctx context.Context, prog string, args []string, getenv func(string) string, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "check" {
 		return runCheck(ctx, args[1:], stderr)
 	}
-	c, err := parseConfig(args, getenv, stderr)
+	c, err := parseConfig(prog, args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
