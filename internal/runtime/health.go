@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"time"
 
 	"github.com/mythex/mythex/internal/definition"
@@ -55,6 +56,29 @@ type CheckResult struct {
 
 // MaxCheckOutput bounds CheckResult.Output, as Docker keeps 4 KiB.
 const MaxCheckOutput = 4096
+
+// OutputBuffer is an io.Writer for a check's stdout and stderr: it keeps the
+// first MaxCheckOutput bytes written to it, as Docker does, and takes (and
+// drops) the rest without failing, so the check never blocks on its output.
+// The zero value is ready to use.
+type OutputBuffer struct{ buf bytes.Buffer }
+
+// Write keeps what still fits and reports all of p written.
+func (o *OutputBuffer) Write(p []byte) (int, error) {
+	if room := MaxCheckOutput - o.buf.Len(); room > 0 {
+		o.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// Len is the number of bytes kept.
+func (o *OutputBuffer) Len() int { return o.buf.Len() }
+
+// String returns the bytes kept.
+func (o *OutputBuffer) String() string { return o.buf.String() }
+
+// CapOutput cuts s to MaxCheckOutput bytes.
+func CapOutput(s string) string { return s[:min(len(s), MaxCheckOutput)] }
 
 // InitialHealth is the health of an instance that just started: starting,
 // or none without a healthcheck.

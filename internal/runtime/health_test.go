@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -98,5 +99,19 @@ func TestInitialHealth(t *testing.T) {
 	}
 	if got := InitialHealth(testHC).Status; got != HealthStarting {
 		t.Errorf("with healthcheck: %s, want starting", got)
+	}
+}
+
+func TestOutputBuffer(t *testing.T) {
+	var c OutputBuffer
+	big := strings.Repeat("x", MaxCheckOutput+10)
+	if n, err := c.Write([]byte(big)); n != len(big) || err != nil {
+		t.Errorf("Write = %d, %v, want all taken", n, err)
+	}
+	if n, _ := c.Write([]byte("more")); n != 4 || c.Len() != MaxCheckOutput {
+		t.Errorf("kept %d bytes, want %d", c.Len(), MaxCheckOutput)
+	}
+	if got := CapOutput(big); len(got) != MaxCheckOutput {
+		t.Errorf("CapOutput kept %d bytes, want %d", len(got), MaxCheckOutput)
 	}
 }

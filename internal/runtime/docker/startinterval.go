@@ -20,7 +20,6 @@ package docker
 // (healthy or unhealthy), Docker's state alone counts.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -286,7 +285,7 @@ func execCheck(ctx context.Context, cli client.APIClient, clock clockwork.Clock,
 		if ctx.Err() != nil {
 			res.Output = fmt.Sprintf("Health check exceeded timeout (%v)", timeout)
 		} else {
-			res.Output = truncate(what + ": " + err.Error())
+			res.Output = runtime.CapOutput(what + ": " + err.Error())
 		}
 		return res
 	}
@@ -301,7 +300,7 @@ func execCheck(ctx context.Context, cli client.APIClient, clock clockwork.Clock,
 	defer hj.Close()
 	stop := context.AfterFunc(ctx, hj.Close) // a read does not watch ctx
 	defer stop()
-	var out capped
+	var out runtime.OutputBuffer
 	if _, err := stdcopy.StdCopy(&out, &out, hj.Reader); err != nil {
 		return failed("exec output", err)
 	}
@@ -320,20 +319,4 @@ func execCheck(ctx context.Context, cli client.APIClient, clock clockwork.Clock,
 		case <-clock.After(execExitPoll):
 		}
 	}
-}
-
-// capped keeps the first runtime.MaxCheckOutput bytes written to it and
-// discards the rest.
-type capped struct{ bytes.Buffer }
-
-func (c *capped) Write(p []byte) (int, error) {
-	if room := runtime.MaxCheckOutput - c.Len(); room > 0 {
-		c.Buffer.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-// truncate cuts s to runtime.MaxCheckOutput bytes.
-func truncate(s string) string {
-	return s[:min(len(s), runtime.MaxCheckOutput)]
 }

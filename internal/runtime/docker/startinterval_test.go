@@ -255,14 +255,3 @@ func TestStartChecksApply(t *testing.T) {
 		t.Errorf("runs %v after forget, want none", sc.runs)
 	}
 }
-
-func TestCapped(t *testing.T) {
-	var c capped
-	big := strings.Repeat("x", runtime.MaxCheckOutput+10)
-	if n, err := c.Write([]byte(big)); n != len(big) || err != nil {
-		t.Errorf("Write = %d, %v, want all taken", n, err)
-	}
-	if n, _ := c.Write([]byte("more")); n != 4 || c.Len() != runtime.MaxCheckOutput {
-		t.Errorf("kept %d bytes, want %d", c.Len(), runtime.MaxCheckOutput)
-	}
-}

@@ -100,11 +100,7 @@ func healthOf(h *container.Health) runtime.Health {
 		if r == nil {
 			continue
 		}
-		output := r.Output
-		if len(output) > runtime.MaxCheckOutput {
-			output = output[:runtime.MaxCheckOutput]
-		}
-		out.Log = append(out.Log, runtime.CheckResult{Start: r.Start, End: r.End, OK: r.ExitCode == 0, ExitCode: r.ExitCode, Output: output})
+		out.Log = append(out.Log, runtime.CheckResult{Start: r.Start, End: r.End, OK: r.ExitCode == 0, ExitCode: r.ExitCode, Output: runtime.CapOutput(r.Output)})
 	}
 	return out
 }

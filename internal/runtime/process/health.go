@@ -1,7 +1,6 @@
 package process
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -110,7 +109,7 @@ func execCheck(ctx context.Context, spec definition.Service) runtime.CheckResult
 	cmd := exec.CommandContext(ctx, test[0], test[1:]...)
 	cmd.Dir = spec.Process.WorkingDir
 	cmd.Env = environ(spec.Environment)
-	out := &capped{max: runtime.MaxCheckOutput}
+	out := &runtime.OutputBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -127,18 +126,3 @@ func execCheck(ctx context.Context, spec definition.Service) runtime.CheckResult
 	}
 	return runtime.CheckResult{OK: code == 0, ExitCode: code, Output: out.String()}
 }
-
-// capped keeps the first max bytes written to it.
-type capped struct {
-	max int
-	buf bytes.Buffer
-}
-
-func (c *capped) Write(b []byte) (int, error) {
-	if room := c.max - c.buf.Len(); room > 0 {
-		c.buf.Write(b[:min(len(b), room)])
-	}
-	return len(b), nil
-}
-
-func (c *capped) String() string { return c.buf.String() }
