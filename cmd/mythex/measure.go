@@ -220,7 +220,7 @@ func runMeasure(ctx context.Context, o measureOptions, argv []string, mio measur
 	if o.jsonOut {
 		enc := json.NewEncoder(mio.stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(measureOutput{Report: report, Verdict: v.name(), VerdictReason: v.message, MaxDropped: o.maxDropped}); err != nil {
+		if err := enc.Encode(measureOutput{report: report, verdict: verdictJSON{Verdict: v.name(), Reason: v.message, MaxDropped: o.maxDropped}}); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}
 	} else if err := probe.WriteSummary(mio.stdout, &report, style); err != nil {
@@ -265,30 +265,30 @@ func runCommand(ctx context.Context, path string, argv []string, stdin io.Reader
 	return res
 }
 
-// measureOutput is mythex measure --json's output: the report's fields, plus
+// measureOutput is mythex measure --json's output: the report's fields, then
 // the verdict the exit code carries, so CI can read it from the JSON too.
 type measureOutput struct {
-	probe.Report
+	report  probe.Report
+	verdict verdictJSON
+}
+
+// verdictJSON is the verdict part of mythex measure --json.
+type verdictJSON struct {
 	// Verdict is pass (exit 0), fail (exit 1) or incomplete (exit 3).
 	Verdict string `json:"verdict"`
-	// VerdictReason says why, as the text output's last line does.
-	VerdictReason string `json:"verdict_reason"`
+	// Reason says why, as the text output's last line does.
+	Reason string `json:"verdict_reason"`
 	// MaxDropped is --max-dropped: requests allowed to reach nothing.
 	MaxDropped int64 `json:"max_dropped"`
 }
 
-// MarshalJSON is the report's JSON with the verdict fields appended (the
-// embedded Report's own MarshalJSON would otherwise drop them).
+// MarshalJSON is the report's JSON object with the verdict's fields appended.
 func (m measureOutput) MarshalJSON() ([]byte, error) {
-	rep, err := json.Marshal(m.Report)
+	rep, err := json.Marshal(m.report)
 	if err != nil {
 		return nil, err
 	}
-	extra, err := json.Marshal(struct {
-		Verdict       string `json:"verdict"`
-		VerdictReason string `json:"verdict_reason"`
-		MaxDropped    int64  `json:"max_dropped"`
-	}{m.Verdict, m.VerdictReason, m.MaxDropped})
+	extra, err := json.Marshal(m.verdict)
 	if err != nil {
 		return nil, err
 	}

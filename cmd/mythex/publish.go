@@ -158,6 +158,15 @@ func (t *publishTarget) router() (publish.Router, error) {
 	return publish.LBRouter{Client: lb.NewClient(t.lbAdmin, token, nil)}, nil
 }
 
+// checkAppFlag returns a usage error (exit 2) unless app is a valid app name,
+// so bad input is refused before any platform or store is opened.
+func checkAppFlag(app string) error {
+	if err := publish.ValidateAppName(app); err != nil {
+		return usagef("%s", strings.TrimPrefix(err.Error(), publish.ErrInvalid.Error()+": "))
+	}
+	return nil
+}
+
 // timingFlags are the gate's look delays.
 type timingFlags struct {
 	look, poll, stable, window, restore, call time.Duration
@@ -268,8 +277,8 @@ changed), 3 unknown (nothing rolled back; ` + "`mythex publish reconcile`" + ` d
 			if app == "" || image == "" {
 				return usagef("publish needs --app NAME and --image REF (on the local platform, the executable's path)")
 			}
-			if err := publish.ValidateAppName(app); err != nil {
-				return usagef("%s", strings.TrimPrefix(err.Error(), publish.ErrInvalid.Error()+": "))
+			if err := checkAppFlag(app); err != nil {
+				return err
 			}
 			cfg, err := releaseConfig(image, env, args, policy, maxRetries, port, cmd.Flags().Changed("max-retries"))
 			if err != nil {

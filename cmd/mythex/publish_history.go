@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -36,16 +37,17 @@ can be restored from its record.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if app != "" {
-				if err := publish.ValidateAppName(app); err != nil {
-					return usagef("%s", strings.TrimPrefix(err.Error(), publish.ErrInvalid.Error()+": "))
+				if err := checkAppFlag(app); err != nil {
+					return err
 				}
-			}
-			if fi, err := os.Stat(target.stateDir); err == nil && !fi.IsDir() {
-				return usagef("--state-dir %s is a file: give the directory mythex publish keeps its release store in", target.stateDir)
 			}
 			// A read: no store yet means no releases, and nothing is created.
 			db := filepath.Join(target.stateDir, publish.DBFile)
-			if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) {
+			_, err := os.Stat(db)
+			if errors.Is(err, syscall.ENOTDIR) {
+				return usagef("--state-dir %s is a file: give the directory mythex publish keeps its release store in", target.stateDir)
+			}
+			if errors.Is(err, fs.ErrNotExist) {
 				if asJSON {
 					return writeHistoryJSON(cmd.OutOrStdout(), nil, nil)
 				}
