@@ -163,10 +163,11 @@ func New(opts Options) (*Deployer, error) {
 			probs = append(probs, fmt.Sprintf("host %s has no definition to publish", h.Name))
 		}
 	}
-	if n := len(opts.Hosts); opts.Config != nil && n > 0 && n-max(opts.Config.Deploy.BatchSize, 1) < 1 && !opts.AllowDowntime {
-		b := max(opts.Config.Deploy.BatchSize, 1)
-		probs = append(probs, fmt.Sprintf("a batch of %d takes all %d host(s) out of rotation at once, so every request would reach nothing for a whole batch; "+
-			"lower deploy.batch_size, add a host, or accept the downtime with --allow-downtime", b, n))
+	if n := len(opts.Hosts); opts.Config != nil && n > 0 && !opts.AllowDowntime {
+		if b := max(opts.Config.Deploy.BatchSize, 1); n-b < 1 {
+			probs = append(probs, fmt.Sprintf("a batch of %d takes all %d host(s) out of rotation at once, so every request would reach nothing for a whole batch; "+
+				"lower deploy.batch_size, add a host, or accept the downtime with --allow-downtime", b, n))
+		}
 	}
 	if len(probs) > 0 {
 		return nil, fmt.Errorf("%w: %s", ErrPreflight, strings.Join(probs, "; "))
