@@ -202,6 +202,7 @@ func (m *machine) handle(c command) error {
 			return fmt.Errorf("suspend machine %s: it is %s: %w", m.id, m.state(), platform.ErrConflict)
 		}
 		m.cur.signal(syscall.SIGSTOP)
+		m.cur.waitStopped()
 		m.change(func(r *record) {
 			r.State, r.Desired = platform.StateSuspended, platform.StateSuspended
 			m.event(r, platform.Event{Type: platform.EventSuspend, Status: "suspended", Source: c.source})

@@ -1,11 +1,14 @@
 package local
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // proc is one running process of a machine, in its own process group so the
@@ -59,6 +62,35 @@ func exitOf(ps *os.ProcessState, err error) procExit {
 func (p *proc) signal(sig syscall.Signal) {
 	_ = syscall.Kill(-p.pid, sig)
 	_ = syscall.Kill(p.pid, sig)
+}
+
+// stopWait bounds how long suspend waits for the kernel to stop a process.
+const stopWait = time.Second
+
+// waitStopped waits, up to stopWait, until the kernel reports the process
+// stopped (state T in /proc/PID/stat). SIGSTOP is delivered asynchronously:
+// kill(2) returns before every thread has stopped, and a thread mid-request
+// could still answer; a suspend is reported once the machine really sleeps,
+// as a Fly machine reads suspended only once it is. Without /proc it returns
+// at once. It reports whether the process was seen stopped.
+func (p *proc) waitStopped() bool {
+	path := "/proc/" + strconv.Itoa(p.pid) + "/stat"
+	deadline := time.Now().Add(stopWait)
+	for {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return false
+		}
+		// The state is the field after the command, which is in parentheses
+		// and may itself hold spaces or parentheses.
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && (b[i+2] == 'T' || b[i+2] == 't') {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // killStale kills the process group of pid if a process with that pid still
