@@ -130,7 +130,7 @@ func StartFleet(ctx context.Context, o FleetOptions) (_ *Fleet, err error) {
 	switch o.Runtime {
 	case "", RuntimeProcess:
 	case RuntimeDocker:
-		if f.docker, err = startDocker(ctx, o.Exe); err != nil {
+		if f.docker, err = startDocker(ctx, o.Exe, o.Dir); err != nil {
 			return nil, err
 		}
 		compose = dockerexample.Compose
