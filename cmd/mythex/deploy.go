@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mythex/mythex/internal/auth"
+	"github.com/mythex/mythex/internal/definition"
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/termui"
@@ -102,6 +103,9 @@ func deployExit(res deploy.Result, err error) error {
 // runDeploy resolves the definition for every host and runs the rolling
 // deploy, writing progress to out and warnings to errOut.
 func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOut io.Writer) (deploy.Result, error) {
+	if err := definition.CheckVersion(f.version); err != nil {
+		return deploy.Result{}, usagef("--version: %v", err)
+	}
 	agentToken, err := auth.LoadToken(f.agentTokenFile, agentTokenEnv)
 	if err != nil {
 		return deploy.Result{}, usagef("agent token: %v", err)
