@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -135,7 +136,12 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 	case isTerminal(out):
 		mode = termui.TTY
 	}
-	r := termui.NewDeployRenderer(out, mode)
+	start := time.Now()
+	if t0, ok := measureStart(start); ok {
+		// Under `mythex measure --`: count seconds from the prober's second 0.
+		start = t0
+	}
+	r := termui.NewDeployRendererAt(out, mode, start)
 	o.Holder, o.TargetServices, o.Observer, o.AllowDowntime = holder, f.targetServices, r, f.allowDowntime
 	d, err := deploy.New(o)
 	if err != nil {
