@@ -73,6 +73,7 @@ measures a deploy by the requests that reached nothing.`,
 		newMeasureCmd(),
 		newPublishCmd(),
 		newCertsCmd(),
+		newStatusCmd(),
 	)
 	return root
 }
