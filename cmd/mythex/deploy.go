@@ -71,7 +71,12 @@ or another deploy in progress — nothing was changed.`,
 			if err != nil {
 				return err
 			}
+			hk := newDeployHooks(cfg, f.version, os.Stderr)
+			if err := hk.pre(cmd.Context()); err != nil {
+				return withCode(exitBadUse, err)
+			}
 			res, err := runDeploy(cmd.Context(), cfg, f, os.Stdout, os.Stderr)
+			hk.after(cmd.Context(), res, err)
 			return deployExit(res, err)
 		},
 	}
