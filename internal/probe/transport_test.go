@@ -159,6 +159,9 @@ func TestExchange_RealServers(t *testing.T) {
 		{"503 off the health path", func(t *testing.T) string {
 			return newTestServer(t, statusHandler(503, nil))
 		}, false, Outcome{ClassAppError, ReasonAppStatus}, 503},
+		// The server's close races the client's write: a FIN read before
+		// the request lands is EOF; a request that reaches the closed socket
+		// draws a RST, read as a reset. Both reached nothing.
 		{"closed right after accept", func(t *testing.T) string {
 			return rawServer(t, func(_ int, c net.Conn) {})
 		}, false, Outcome{ClassReachedNothing, ReasonEOF}, 0},
@@ -207,13 +210,30 @@ func TestExchange_RealServers(t *testing.T) {
 			})
 		}, false, Outcome{ClassOK, ReasonResponse}, 302},
 	}
+	// also holds, by case name, a second outcome as correct as want: the
+	// other side of a race the test cannot order.
+	also := map[string]Outcome{
+		"closed right after accept": {ClassReachedNothing, ReasonReset},
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			obs, _ := doOnce(t, tc.url(t), 300*time.Millisecond)
+			// Only the cases that end in a timeout get a short one: a loaded
+			// machine can take longer than that to answer the others.
+			timeout := 10 * time.Second
+			if tc.want.Reason == ReasonTimeout {
+				timeout = 300 * time.Millisecond
+			}
+			obs, _ := doOnce(t, tc.url(t), timeout)
 			obs.HealthPath = tc.healthPath
 			got := Classify(obs)
-			if got != tc.want || obs.Status != tc.status {
-				t.Errorf("got %v/%v status %d (err %v), want %v/%v status %d", got.Class, got.Reason, obs.Status, obs.Err, tc.want.Class, tc.want.Reason, tc.status)
+			other, raced := also[tc.name]
+			ok := got == tc.want || (raced && got == other)
+			if !ok || obs.Status != tc.status {
+				want := fmt.Sprintf("%v/%v", tc.want.Class, tc.want.Reason)
+				if raced {
+					want += fmt.Sprintf(" or %v/%v", other.Class, other.Reason)
+				}
+				t.Errorf("got %v/%v status %d (err %v), want %s status %d", got.Class, got.Reason, obs.Status, obs.Err, want, tc.status)
 			}
 		})
 	}
@@ -292,11 +312,30 @@ func TestExchange_IdleConnectionClosedIsSkipped(t *testing.T) {
 		}
 	})
 	tr := newTestTransport(t, url)
+	// Note the first connection, to wait for its FIN below.
+	var first *probeConn
+	dial := tr.hc.DialTimeout
+	tr.hc.DialTimeout = func(addr string, timeout time.Duration) (net.Conn, error) {
+		c, err := dial(addr, timeout)
+		if pc, ok := c.(*probeConn); ok && first == nil {
+			first = pc
+		}
+		return c, err
+	}
 	x := tr.newExchanger()
 	if obs, _ := x.exchange(2 * time.Second); obs.Err != nil || obs.Status != 200 {
 		t.Fatalf("first request: status %d err %v", obs.Status, obs.Err)
 	}
-	<-closed // on loopback the FIN has arrived when close returns
+	<-closed
+	if first == nil {
+		t.Fatal("the first request dialed no probeConn")
+	}
+	// The server's close returning does not mean the client's kernel has
+	// taken the FIN in (a loaded machine defers loopback delivery to
+	// ksoftirqd): wait until the idle connection shows it, as the next
+	// request's check will. The connection sits idle in the pool, so this
+	// peek is its only user.
+	waitFor(t, first.closedWhileIdle)
 	obs, _ := x.exchange(2 * time.Second)
 	if got := Classify(obs); got.Class != ClassOK {
 		t.Errorf("request after the idle close: %v/%v (err %v), want ok on a new connection", got.Class, got.Reason, obs.Err)
