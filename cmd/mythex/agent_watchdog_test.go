@@ -323,7 +323,8 @@ func TestAgentCmd_BootstrapsAndHeals(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	wait("saw the gateway dead", func(st agentapi.Status) bool { _, ok := gatewayUp(st); return !ok })
+	// No wait for the gateway to show dead first: the heal may come before
+	// a loaded machine's next status poll. The restart count says it died.
 	wait("healed the gateway", func(st agentapi.Status) bool { s, ok := gatewayUp(st); return ok && s.RestartCount == 1 })
 	took := time.Since(killed)
 	t.Logf("K×W = %v: gateway healthy again after %v", time.Duration(k)*w, took)
