@@ -36,6 +36,14 @@ const testScale = 0.1
 // keeps every invariant (drain 1.5s > 2 × 0.5s + 0.4s).
 const testCheckTimeout = 400 * time.Millisecond
 
+// testProbeTimeout is the prober's per-request timeout in tests. The tests
+// run their fleets at once (each owns its ports and directories), on a
+// machine that may be running other suites too: a request starved of CPU for
+// seconds is not one the fleet dropped. A dropped request is refused, reset,
+// or answered 502/503 by the LB, at once; a request that hangs for 10 s is
+// still counted.
+const testProbeTimeout = 10 * time.Second
+
 func mythexBin(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
@@ -76,7 +84,7 @@ func startFleet(t *testing.T, hosts int) *Fleet {
 // load starts the prober against the fleet; stop returns its report.
 func load(t *testing.T, f *Fleet, rate float64) (stop func() probe.Report) {
 	t.Helper()
-	p, err := probe.New(probe.Config{URL: f.URL(), Rate: rate, Timeout: 2 * time.Second}, probe.Deps{})
+	p, err := probe.New(probe.Config{URL: f.URL(), Rate: rate, Timeout: testProbeTimeout}, probe.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,10 +112,11 @@ func versionOf(t *testing.T, c *agentapi.Client) string {
 }
 
 func TestDemo_DeployUnderLoadDropsNothing(t *testing.T) {
+	t.Parallel()
 	bin := mythexBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 3, Rate: 100, Deploys: 1, Exe: bin, Dir: t.TempDir(),
+	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 3, Rate: 100, Deploys: 1, Exe: bin, Dir: t.TempDir(), ProbeTimeout: testProbeTimeout,
 		Adjust: func(c *fleet.Config) { c.LoadBalancer.HealthCheck.Timeout = testCheckTimeout }})
 	if err != nil {
 		t.Fatal(err)
@@ -148,6 +157,7 @@ func TestDemo_DeployUnderLoadDropsNothing(t *testing.T) {
 }
 
 func TestDemo_BeforeProfileDropsRequests(t *testing.T) {
+	t.Parallel()
 	bin := mythexBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -164,6 +174,7 @@ func TestDemo_BeforeProfileDropsRequests(t *testing.T) {
 }
 
 func TestFleet_NewVersionNeverHealthyIsRolledBack(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, 3)
 	web1 := f.Agent(0)
 	st, _ := web1.Status(context.Background())
@@ -209,6 +220,7 @@ func TestFleet_NewVersionNeverHealthyIsRolledBack(t *testing.T) {
 }
 
 func TestFleet_DeployKilledMidDrainHostRecovers(t *testing.T) {
+	t.Parallel()
 	bin := mythexBin(t)
 	f := startFleet(t, 2)
 	cmd := exec.Command(bin, "deploy", "-f", f.Loaded.Path, "--version", "v2", "--json")
@@ -263,6 +275,7 @@ func TestFleet_DeployKilledMidDrainHostRecovers(t *testing.T) {
 }
 
 func TestFleet_SecondDeployRefused(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -294,6 +307,7 @@ func TestFleet_SecondDeployRefused(t *testing.T) {
 }
 
 func TestDeployCommand_RefusesBeforeTouchingAnything(t *testing.T) {
+	t.Parallel()
 	bin := mythexBin(t)
 	f := startFleet(t, 2)
 	bad := filepath.Join(t.TempDir(), "bad.yml")
@@ -335,6 +349,7 @@ func TestDeployCommand_RefusesBeforeTouchingAnything(t *testing.T) {
 }
 
 func TestDemo_DockerRuntimeDropsNothing(t *testing.T) {
+	t.Parallel()
 	bin := mythexBin(t)
 	if cli, err := docker.Connect(context.Background(), ""); err != nil {
 		t.Skipf("docker: %v", err)
@@ -343,7 +358,7 @@ func TestDemo_DockerRuntimeDropsNothing(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 2, Rate: 50, Deploys: 1, Exe: bin, Dir: t.TempDir(), Runtime: RuntimeDocker})
+	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 2, Rate: 50, Deploys: 1, Exe: bin, Dir: t.TempDir(), Runtime: RuntimeDocker, ProbeTimeout: testProbeTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
