@@ -76,7 +76,11 @@ func startFleet(t *testing.T, hosts int) *Fleet {
 		}
 	})
 	if _, err := f.Deploy(ctx, "v1", nil, nil); err != nil {
-		t.Fatalf("first rollout: %v\n%s", err, f.LogTail("web-1", 3000))
+		host := "web-1"
+		if se := (*deploy.StepError)(nil); errors.As(err, &se) {
+			host = se.Host
+		}
+		t.Fatalf("first rollout: %v\n%s", err, f.LogTail(host, 3000))
 	}
 	return f
 }

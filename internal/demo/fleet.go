@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -372,8 +373,20 @@ func (f *Fleet) LogTail(name string, n int64) string {
 
 func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 
-// freePorts asks the kernel for n free loopback ports.
+// handedOut holds every port freePorts has returned in this process: the
+// kernel may give a port back to the next bind to port 0 once its probe
+// listener is closed, and two fleets started at once (tests run in parallel)
+// must not be handed the same port before their processes bind it.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// freePorts asks the kernel for n free loopback ports, never one it
+// returned before in this process.
 func freePorts(n int) ([]int, error) {
+	handedOut.Lock()
+	defer handedOut.Unlock()
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
@@ -381,13 +394,18 @@ func freePorts(n int) ([]int, error) {
 		}
 	}()
 	var ports []int
-	for range n {
+	for len(ports) < n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, fmt.Errorf("find a free port: %w", err)
 		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ls = append(ls, l) // held open until all n are found, so none repeats
+		port := l.Addr().(*net.TCPAddr).Port
+		if handedOut.ports[port] {
+			continue
+		}
+		handedOut.ports[port] = true
+		ports = append(ports, port)
 	}
 	return ports, nil
 }
