@@ -257,6 +257,7 @@ func TestAgentCmd_BootstrapsAndHeals(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the mythex binary and the sample app")
 	}
+	t.Parallel() // its own processes, ports and state dir; no t.Setenv
 	dir, port := publishedStateDir(t)
 	bin := buildBin(t, testbin.Mythex)
 	listen := freeAddr(t)
