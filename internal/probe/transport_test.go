@@ -407,6 +407,7 @@ func TestExchange_TLS(t *testing.T) {
 // turn ok, LB 502 and app 500; every class lands in the report. (Resets are
 // left out: TestExchange_ReusedConnectionDied covers them.)
 func TestRun_RealServerMix(t *testing.T) {
+	t.Parallel() // waits on real time; its own server
 	var n atomic.Int64
 	url := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
 		switch n.Add(1) % 3 {
@@ -438,6 +439,7 @@ func TestRun_RealServerMix(t *testing.T) {
 // TestRun_ProbeErrorIsNotReachedNothing: a name that does not resolve is the
 // prober's problem, not a request the target dropped.
 func TestRun_ProbeErrorIsNotReachedNothing(t *testing.T) {
+	t.Parallel() // waits on real time; its own server
 	r, err := Run(t.Context(), Config{URL: "http://mythex-probe-test.invalid/", Rate: 5, Duration: time.Second}, Deps{})
 	if err != nil {
 		t.Fatal(err)
@@ -468,6 +470,7 @@ func BenchmarkExchange(b *testing.B) {
 // no connection open to the target (a library user running many probes
 // leaks nothing).
 func TestProber_StopClosesConnections(t *testing.T) {
+	t.Parallel() // waits on real time; its own server
 	var open atomic.Int64
 	srv := httptest.NewUnstartedServer(statusHandler(200, nil))
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
@@ -502,6 +505,7 @@ func TestProber_StopClosesConnections(t *testing.T) {
 // apart queue, and the last of 50 served one by one ends ≥ 3 s after the
 // first arrived while it was due within 1 s of the start.
 func TestRun_RealSlowServerKeepsSchedule(t *testing.T) {
+	t.Parallel() // waits on real time; its own server
 	var mu sync.Mutex
 	var first, last time.Time
 	var arrivals, waiting, maxWaiting int
