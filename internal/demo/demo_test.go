@@ -66,7 +66,7 @@ func startFleet(t *testing.T, hosts int) *Fleet {
 	cfg.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: hosts, Exe: bin, Dir: t.TempDir()})
+	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: hosts, Exe: bin, Dir: fleetDir(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +83,30 @@ func startFleet(t *testing.T, hosts int) *Fleet {
 		t.Fatalf("first rollout: %v\n%s", err, f.LogTail(host, 3000))
 	}
 	return f
+}
+
+// fleetDir is a fresh directory for a fleet; if the test fails, the tail of
+// every log the fleet wrote there (agents, services) is shown.
+func fleetDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	t.Cleanup(func() { // runs before the directory is removed
+		if !t.Failed() {
+			return
+		}
+		_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".log") {
+				return nil
+			}
+			b, _ := os.ReadFile(path)
+			if len(b) > 1500 {
+				b = b[len(b)-1500:]
+			}
+			t.Logf("--- %s (tail):\n%s", strings.TrimPrefix(path, dir), b)
+			return nil
+		})
+	})
+	return dir
 }
 
 // load starts the prober against the fleet; stop returns its report.
@@ -120,7 +144,7 @@ func TestDemo_DeployUnderLoadDropsNothing(t *testing.T) {
 	bin := mythexBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 3, Rate: 100, Deploys: 1, Exe: bin, Dir: t.TempDir(), ProbeTimeout: testProbeTimeout,
+	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 3, Rate: 100, Deploys: 1, Exe: bin, Dir: fleetDir(t), ProbeTimeout: testProbeTimeout,
 		Adjust: func(c *fleet.Config) { c.LoadBalancer.HealthCheck.Timeout = testCheckTimeout }})
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +189,7 @@ func TestDemo_BeforeProfileDropsRequests(t *testing.T) {
 	bin := mythexBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sum, err := Run(ctx, Options{Profile: ProfileBefore, TimeScale: 0.05, Hosts: 2, Rate: 100, Exe: bin, Dir: t.TempDir()})
+	sum, err := Run(ctx, Options{Profile: ProfileBefore, TimeScale: 0.05, Hosts: 2, Rate: 100, Exe: bin, Dir: fleetDir(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +386,7 @@ func TestDemo_DockerRuntimeDropsNothing(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 2, Rate: 50, Deploys: 1, Exe: bin, Dir: t.TempDir(), Runtime: RuntimeDocker, ProbeTimeout: testProbeTimeout})
+	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 2, Rate: 50, Deploys: 1, Exe: bin, Dir: fleetDir(t), Runtime: RuntimeDocker, ProbeTimeout: testProbeTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
