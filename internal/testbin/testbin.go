@@ -47,10 +47,18 @@ const Mythex = Module + "/cmd/mythex"
 // path at once; across the test processes of one checkout the binary is
 // shared (see the package doc). The binary is static (CGO_ENABLED=0) so it can
 // also go into a FROM scratch image. Errors carry the compiler's output.
-func Build(pkg string) (string, error) {
+func Build(pkg string) (string, error) { return build(pkg, "0") }
+
+// BuildCgo compiles pkg like Build but with CGO_ENABLED=1, as `go run` and
+// `go build` do by default on a machine with a C compiler: the binary is
+// dynamically linked there. Its name ends in "-cgo".
+func BuildCgo(pkg string) (string, error) { return build(pkg, "1") }
+
+func build(pkg, cgo string) (string, error) {
 	mu.Lock()
 	defer mu.Unlock()
-	if p, ok := built[pkg]; ok {
+	memo := pkg + "#cgo=" + cgo
+	if p, ok := built[memo]; ok {
 		return p, nil
 	}
 	dir, err := sharedDir()
@@ -66,6 +74,9 @@ func Build(pkg string) (string, error) {
 		key = abs
 	}
 	name := path.Base(filepath.ToSlash(pkg)) + "-" + shortHash(key)
+	if cgo == "1" {
+		name += "-cgo"
+	}
 	out := filepath.Join(dir, name)
 	lock := flock.New(out + ".lock")
 	if err := lock.Lock(); err != nil {
@@ -73,11 +84,11 @@ func Build(pkg string) (string, error) {
 	}
 	defer lock.Unlock()
 	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("testbin: go build %s: %w\n%s", pkg, err, b)
+		return "", fmt.Errorf("testbin: go build (CGO_ENABLED=%s) %s: %w\n%s", cgo, pkg, err, b)
 	}
-	built[pkg] = out
+	built[memo] = out
 	return out, nil
 }
 
