@@ -12,7 +12,12 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/nativecfg"
+	"github.com/mythex/mythex/internal/nativecfg/compose"
+	"github.com/mythex/mythex/internal/nativecfg/ecs"
+	"github.com/mythex/mythex/internal/nativecfg/fly"
+	"github.com/mythex/mythex/internal/nativecfg/kamal"
 	"github.com/mythex/mythex/internal/nativecfg/kube"
+	"github.com/mythex/mythex/internal/nativecfg/nomad"
 	"github.com/mythex/mythex/internal/timing"
 )
 
@@ -165,7 +170,14 @@ func (set *Set) Subjects(opts Options) ([]*nativecfg.Subject, error) {
 		set.IgnoredObjects += ignored
 		out = append(out, subs...)
 	}
-	for _, kind := range []string{nativecfg.ECS, nativecfg.Compose, nativecfg.Kamal, nativecfg.Fly, nativecfg.Nomad, nativecfg.Mythex} {
+	if files := set.Files[nativecfg.ECS]; len(files) > 0 {
+		subs, err := ecs.Read(files)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		out = append(out, subs...)
+	}
+	for _, kind := range []string{nativecfg.Compose, nativecfg.Kamal, nativecfg.Fly, nativecfg.Nomad, nativecfg.Mythex} {
 		files := set.Files[kind]
 		if len(files) == 0 {
 			continue
@@ -216,4 +228,9 @@ func readKind(kind string, files map[string][]byte, opts Options) ([]*nativecfg.
 }
 
 // readers maps a platform to its reader of one file.
-var readers = map[string]func(file string, data []byte) ([]*nativecfg.Subject, error){}
+var readers = map[string]func(file string, data []byte) ([]*nativecfg.Subject, error){
+	nativecfg.Compose: compose.Read,
+	nativecfg.Kamal:   kamal.Read,
+	nativecfg.Fly:     fly.Read,
+	nativecfg.Nomad:   nomad.Read,
+}
