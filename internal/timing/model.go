@@ -111,8 +111,9 @@ func removalOf(c *fleet.Config) removal {
 	// registered and the delay does not govern a single service's removal
 	// (aws-load-balancer-controller#2106).
 	if lb.Kind == fleet.KindALB && lb.TargetType == fleet.TargetTypeIP && lb.DeregistrationDelay > r.at {
-		r.at, r.atIsDeregDelay = lb.DeregistrationDelay, true
-		r.worst = max(r.worst, r.at)
+		// The delay is the bound: once it ends the target is gone, so
+		// propagation_max does not add a marginal band beyond it.
+		r.at, r.worst, r.atIsDeregDelay = lb.DeregistrationDelay, lb.DeregistrationDelay, true
 	}
 	return r
 }
