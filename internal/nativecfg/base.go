@@ -44,11 +44,13 @@ var facts = []struct{ key, field string }{
 // ApplyFacts reads the app facts through get (a key's value and its Loc) and
 // sets them in s. A malformed value is an error naming the key.
 func (s *Subject) ApplyFacts(get func(key string) (string, Loc, bool)) error {
+	declared := map[string]bool{}
 	for _, f := range facts {
 		v, loc, ok := get(FactPrefix + f.key)
 		if !ok {
 			continue
 		}
+		declared[f.key] = true
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
 			return fmt.Errorf("%s: %s is %q: want a Go duration such as 15s", loc.resolved(), FactPrefix+f.key, v)
@@ -59,6 +61,12 @@ func (s *Subject) ApplyFacts(get func(key string) (string, Loc, bool)) error {
 		if f.key == "keepalive-idle-timeout" {
 			delete(s.Unjudged, "keep-alive")
 		}
+	}
+	if declared["longest-request"] && !declared["shutdown-timeout"] && s.Config.Drain.ShutdownTimeout < s.Config.Backend.LongestRequest {
+		// An app whose longest request is known lets it finish: its
+		// shutdown takes that long.
+		s.Config.Drain.ShutdownTimeout = s.Config.Backend.LongestRequest
+		s.Notes = append(s.Notes, "assumed: the app lets in-flight requests finish on SIGTERM (shutdown-timeout = longest-request)")
 	}
 	return nil
 }

@@ -87,7 +87,7 @@ func Read(file string, data []byte) ([]*nativecfg.Subject, error) {
 	if d.Proxy != nil && d.Proxy.ResponseTimeout != nil {
 		// A request may run response_timeout: drain_timeout must let it end.
 		c.Backend.LongestRequest = nativecfg.Secs(int64(*d.Proxy.ResponseTimeout))
-		c.Drain.ShutdownTimeout = c.Backend.LongestRequest
+		c.Drain.ShutdownTimeout = drain // in-flight requests get the drain, no more
 		s.Bind("backend.longest_request", src.At(file, "proxy.response_timeout"), nativecfg.Seconds).Derived = true
 	}
 	c.Timing.QuickReturnMax = secs("timing.quick_return_max", "deploy_timeout", d.DeployTimeout, defaultDeployTimeout, nativecfg.Seconds)
