@@ -68,11 +68,12 @@ func (s *Subject) tryFrom(name string, br timing.Break, before map[string]bool) 
 	}
 	out.pref, out.changes, used[br.Field] = bi, []Change{ch}, true
 	for len(out.changes) < maxFixSteps {
-		rep := timing.Check(c)
+		rep := timing.Evaluate(c)
 		var next *timing.Result
-		for i, res := range rep.Results {
+		for _, res := range rep.Results {
 			if res.Level == timing.Fail && s.Unjudged[res.Name] == "" && (res.Name == name || !before[res.Name]) {
-				next = &rep.Results[i]
+				full, _ := timing.CheckInvariant(c, res.Name)
+				next = &full
 				break
 			}
 		}

@@ -56,12 +56,13 @@ type Verdict struct {
 func Judge(s *Subject) Verdict {
 	v := Verdict{Subject: s, Unjudged: s.Unjudged}
 	rep := timing.Evaluate(s.Config)
-	if rep.Level != timing.Pass {
-		rep = timing.Check(s.Config)
-	}
 	for _, r := range rep.Results {
 		if s.Unjudged[r.Name] != "" {
 			continue
+		}
+		if r.Level == timing.Fail {
+			// Only a failing relation needs its break points (for the fix).
+			r, _ = timing.CheckInvariant(s.Config, r.Name)
 		}
 		v.Results = append(v.Results, r)
 	}

@@ -201,3 +201,17 @@ func Evaluate(c fleet.Config) Report {
 	}
 	return rep
 }
+
+// CheckInvariant is Check for one invariant by name: its verdict and break
+// points, without the cost of the others' search. ok is false for an
+// unknown name.
+func CheckInvariant(c fleet.Config, name string) (r Result, ok bool) {
+	for _, inv := range invariants {
+		if inv.name == name {
+			r = evaluate(inv, &c)
+			r.Breaks = findBreaks(c, inv)
+			return r, true
+		}
+	}
+	return Result{}, false
+}
