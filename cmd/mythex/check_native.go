@@ -43,11 +43,10 @@ func runNativeCheck(out io.Writer, stdin io.Reader, paths []string, o nativeOpts
 		return withCode(exitBadUse, fmt.Errorf("%w: %s: recognised %s, but no workload to judge (a Deployment, StatefulSet or DaemonSet; a service; a job)",
 			inputs.ErrNotUnderstood, strings.Join(paths, " "), describeSet(set)))
 	}
-	verdicts := make([]nativecfg.Verdict, len(subs))
+	verdicts := nativecfg.JudgeAll(subs)
 	worst := timing.Pass
-	for i, s := range subs {
-		verdicts[i] = nativecfg.Judge(s)
-		worst = max(worst, verdicts[i].Level)
+	for _, v := range verdicts {
+		worst = max(worst, v.Level)
 	}
 	switch o.format {
 	case formatJSON:

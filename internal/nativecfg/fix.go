@@ -72,7 +72,7 @@ func (s *Subject) tryFrom(name string, br timing.Break, before map[string]bool) 
 		var next *timing.Result
 		for _, res := range rep.Results {
 			if res.Level == timing.Fail && s.Unjudged[res.Name] == "" && (res.Name == name || !before[res.Name]) {
-				full, _ := timing.CheckInvariant(c, res.Name)
+				full, _ := timing.CheckInvariant(c, res.Name, s.fixable())
 				next = &full
 				break
 			}

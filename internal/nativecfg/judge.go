@@ -1,7 +1,9 @@
 package nativecfg
 
 import (
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/mythex/mythex/internal/timing"
 )
@@ -62,7 +64,7 @@ func Judge(s *Subject) Verdict {
 		}
 		if r.Level == timing.Fail {
 			// Only a failing relation needs its break points (for the fix).
-			r, _ = timing.CheckInvariant(s.Config, r.Name)
+			r, _ = timing.CheckInvariant(s.Config, r.Name, s.fixable())
 		}
 		v.Results = append(v.Results, r)
 	}
@@ -117,4 +119,38 @@ func (s *Subject) bindingAt(l Loc) *Binding {
 		}
 	}
 	return nil
+}
+
+// fixable lists the model fields a fix may change: bound, not derived.
+func (s *Subject) fixable() []string {
+	var out []string
+	for _, b := range s.Bindings {
+		if !b.Derived {
+			out = append(out, b.Field)
+		}
+	}
+	return out
+}
+
+// JudgeAll judges every subject, spread over the machine's cores (each Judge
+// is pure and independent); the verdicts keep the subjects' order.
+func JudgeAll(subs []*Subject) []Verdict {
+	out := make([]Verdict, len(subs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(subs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out[i] = Judge(subs[i])
+			}
+		}()
+	}
+	for i := range subs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
 }

@@ -56,9 +56,7 @@ func BenchmarkReadAndJudge(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, s := range subs {
-			nativecfg.Judge(s)
-		}
+		nativecfg.JudgeAll(subs)
 	}
 }
 
