@@ -273,4 +273,3 @@ func writeNativeJSON(w io.Writer, set *inputs.Set, vs []nativecfg.Verdict, worst
 	enc.SetEscapeHTML(false)
 	return enc.Encode(out)
 }
-

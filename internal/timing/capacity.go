@@ -25,7 +25,9 @@ func evalCapacity(c *fleet.Config) []clause {
 	}}
 	switch {
 	case n == 0:
-		cl.text = func() string { return "no hosts listed: capacity during a deploy is not judged (list the hosts to have it checked)" }
+		cl.text = func() string {
+			return "no hosts listed: capacity during a deploy is not judged (list the hosts to have it checked)"
+		}
 	case n == 1:
 		cl.level = Fail
 		cl.why = func() string {
