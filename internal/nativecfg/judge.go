@@ -38,6 +38,9 @@ type Change struct {
 	// AtLeast is true for "at least To", false for "at most To".
 	AtLeast bool   `json:"at_least"`
 	To      string `json:"to"`
+	// From is the key's value now, when the change was stated by a reader
+	// rather than found (empty otherwise: the finding's Current says it).
+	From string `json:"-"`
 }
 
 // Verdict is the judgement of one Subject.
@@ -87,7 +90,11 @@ func (s *Subject) finding(r timing.Result) Finding {
 		f.Why = r.Notes[0]
 	}
 	if r.Level == timing.Fail {
-		f.Fix = s.fix(r)
+		if fx, ok := s.ExtraFix[r.Name]; ok {
+			f.Fix = append([]Change(nil), fx...)
+		} else {
+			f.Fix = s.fix(r)
+		}
 	}
 	// The finding sits on the key its fix changes first, or on the first
 	// bound key the relation reads.
@@ -104,6 +111,8 @@ func (s *Subject) finding(r timing.Result) Finding {
 	}
 	if at != nil {
 		f.Loc, f.Current, f.Assumed = at.Loc, s.current(at), at.Assumed
+	} else if len(f.Fix) > 0 {
+		f.Loc, f.Current = f.Fix[0].Loc, f.Fix[0].From
 	}
 	f.Loc = f.Loc.resolved()
 	for i := range f.Fix {

@@ -126,6 +126,9 @@ type Subject struct {
 	Unjudged map[string]string
 	// Extra are relations outside fleet.Config, judged already (call-timeout).
 	Extra []timing.Result
+	// ExtraFix gives, by relation name, the change of native keys that makes
+	// an Extra relation hold (timing's break search does not cover them).
+	ExtraFix map[string][]Change
 	// StopTimeoutName, when set, names the platform's stop timeout (the
 	// model's stop grace period) that an API call of mythex publish waits on
 	// (fly.toml's kill_timeout): the call-timeout relation applies.

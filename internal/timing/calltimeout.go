@@ -29,3 +29,18 @@ func CallTimeout(callName string, call time.Duration, stopName string, stop time
 	}
 	return r
 }
+
+// Within judges a relation a platform states outside fleet.Config: lhs ≤ rhs,
+// named name, written out as "lhsName L ≤ rhsName R", with why as the note
+// when it fails — kamal-proxy's response_timeout within its drain_timeout,
+// for example.
+func Within(name, lhsName string, lhs time.Duration, rhsName string, rhs time.Duration, why string) Result {
+	cl := atMost(lhs, rhs, false, func() string {
+		return fmt.Sprintf("%s %s ≤ %s %s", lhsName, fmtDur(lhs), rhsName, fmtDur(rhs))
+	})
+	r := Result{Name: name, Level: cl.level, Formula: cl.text(), Slack: cl.slack, HasSlack: true}
+	if cl.level != Pass {
+		r.Notes = []string{why}
+	}
+	return r
+}

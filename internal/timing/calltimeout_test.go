@@ -34,3 +34,13 @@ func TestCallTimeout(t *testing.T) {
 		})
 	}
 }
+
+func TestWithin(t *testing.T) {
+	r := Within("drain", "response_timeout", 60*sec, "drain_timeout", 30*sec, "cut")
+	if r.Level != Fail || r.Slack != -30*sec || r.Formula != "response_timeout 60s ≤ drain_timeout 30s" || len(r.Notes) != 1 {
+		t.Errorf("%+v", r)
+	}
+	if r := Within("drain", "a", 30*sec, "b", 30*sec, "cut"); r.Level != Pass || len(r.Notes) != 0 {
+		t.Errorf("equal should hold: %+v", r)
+	}
+}

@@ -6,12 +6,14 @@ package kamal
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/nativecfg"
+	"github.com/mythex/mythex/internal/timing"
 )
 
 // Kamal's documented defaults.
@@ -20,6 +22,10 @@ const (
 	defaultTimeout       = 5 * time.Second
 	defaultDrainTimeout  = 30
 	defaultDeployTimeout = 30
+	// defaultResponseTimeout is kamal-proxy's response_timeout default.
+	defaultResponseTimeout = 30
+	// dockerStopTimeout is Docker's stop timeout when none is given.
+	dockerStopTimeout = 10 * time.Second
 )
 
 type deployFile struct {
@@ -52,7 +58,7 @@ func Read(file string, data []byte) ([]*nativecfg.Subject, error) {
 	// switches — nothing propagates — and cuts its in-flight requests when
 	// drain_timeout ends: the target-group semantics of the embedded LB,
 	// with drain_timeout as the deregistration delay. Kamal then stops the
-	// container (docker stop -t drain_timeout): it listens until then.
+	// container: it listens until then.
 	c.LoadBalancer.Kind, c.LoadBalancer.TargetType = fleet.KindEmbedded, fleet.TargetTypeIP
 	c.LoadBalancer.PropagationMargin = 0
 	s.Notes = append(s.Notes, "kamal-proxy stops sending new requests to the old container when it switches, lets in-flight requests finish for drain_timeout, then Kamal stops the container")
@@ -66,7 +72,9 @@ func Read(file string, data []byte) ([]*nativecfg.Subject, error) {
 	}
 	drain := secs("load_balancer.deregistration_delay", "drain_timeout", d.DrainTimeout, defaultDrainTimeout, nativecfg.Seconds)
 	c.LoadBalancer.DeregistrationDelay = drain
-	c.Drain.PreStop, c.Backend.StopGracePeriod = drain, 2*drain
+	// The old container listens, idle, through the drain; then docker stop
+	// sends SIGTERM and SIGKILL after Docker's default 10 s.
+	c.Drain.PreStop, c.Backend.StopGracePeriod = drain, drain+dockerStopTimeout
 	hc := &c.LoadBalancer.HealthCheck
 	hc.HealthyThreshold, hc.UnhealthyThreshold = 1, 1
 	hc.Interval, hc.Timeout = defaultInterval, defaultTimeout
@@ -84,12 +92,18 @@ func Read(file string, data []byte) ([]*nativecfg.Subject, error) {
 	// kamal-proxy checks again before the previous answer is due: its
 	// interval may be shorter than its timeout, unlike an ALB's.
 	s.Unjudge("check-timeout", "kamal-proxy has no rule that the timeout be shorter than the interval")
+	// A request may run response_timeout (default 30): kamal-proxy cuts the
+	// old container's requests when drain_timeout ends, so it must cover it.
+	rt := int64(defaultResponseTimeout)
 	if d.Proxy != nil && d.Proxy.ResponseTimeout != nil {
-		// A request may run response_timeout: drain_timeout must let it end.
-		c.Backend.LongestRequest = nativecfg.Secs(int64(*d.Proxy.ResponseTimeout))
-		c.Drain.ShutdownTimeout = drain // in-flight requests get the drain, no more
-		s.Bind("backend.longest_request", src.At(file, "proxy.response_timeout"), nativecfg.Seconds).Derived = true
+		rt = int64(*d.Proxy.ResponseTimeout)
+	} else {
+		s.Notes = append(s.Notes, "proxy.response_timeout not set: kamal-proxy's default 30 assumed")
 	}
+	drainLoc := src.At(file, "drain_timeout")
+	s.Extra = append(s.Extra, timing.Within("drain", "proxy.response_timeout", nativecfg.Secs(rt), "drain_timeout", drain,
+		"kamal-proxy cuts the old container's in-flight requests when drain_timeout ends: a request allowed to run response_timeout is cut on every deploy"))
+	s.ExtraFix = map[string][]nativecfg.Change{"drain": {{Loc: drainLoc, AtLeast: true, To: strconv.FormatInt(rt, 10), From: strconv.FormatInt(int64(drain/time.Second), 10)}}}
 	c.Timing.QuickReturnMax = secs("timing.quick_return_max", "deploy_timeout", d.DeployTimeout, defaultDeployTimeout, nativecfg.Seconds)
 	if d.ReadinessDelay != nil {
 		s.Notes = append(s.Notes, fmt.Sprintf("readiness_delay %d: applies only to containers without a proxy health check", *d.ReadinessDelay))
