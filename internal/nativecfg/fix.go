@@ -39,6 +39,9 @@ func (s *Subject) fix(r timing.Result) []Change {
 		}
 	}
 	if len(cands) == 0 {
+		cands = s.pairs(r.Name, before)
+	}
+	if len(cands) == 0 {
 		return nil
 	}
 	slices.SortStableFunc(cands, func(a, b candidate) int {
@@ -56,21 +59,92 @@ func (s *Subject) fix(r timing.Result) []Change {
 	return cands[0].changes
 }
 
+// pairs looks for two-key fixes when no key alone makes the relation hold —
+// a longer serve period needs a longer grace period before it counts. For
+// each pair, the second key is first moved to whichever end of its range
+// gives the relation most slack; the first key's holding value under that is
+// where the fix starts, and tryFrom then finds the least the second key
+// needs.
+func (s *Subject) pairs(name string, before map[string]bool) []candidate {
+	fields := s.fixable()
+	var out []candidate
+	for _, f1 := range fields {
+		for _, f2 := range fields {
+			if f1 == f2 {
+				continue
+			}
+			lifted, ok := s.lift(name, f2)
+			if !ok {
+				continue
+			}
+			res, _ := timing.CheckInvariant(lifted, name, []string{f1})
+			if res.Level != timing.Fail {
+				continue
+			}
+			for _, br := range res.Breaks {
+				if c, ok := s.tryFrom(name, br, before); ok {
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// lift returns the config with field at the end of its range (0, or a
+// thousand hours or counts) where the relation has most slack, if that end
+// is valid and no worse than now.
+func (s *Subject) lift(name, field string) (fleet.Config, bool) {
+	slackOf := func(c *fleet.Config) (time.Duration, bool) {
+		for _, r := range timing.Evaluate(*c).Results {
+			if r.Name == name {
+				return r.Slack, r.HasSlack
+			}
+		}
+		return 0, false
+	}
+	cur, ok := slackOf(&s.Config)
+	if !ok {
+		return fleet.Config{}, false
+	}
+	_, isDur, _ := timing.FieldValue(&s.Config, field)
+	hi := int64(1000)
+	if isDur {
+		hi = int64(1000 * time.Hour)
+	}
+	// Ties go to the later end: lifting a cap (a grace period) changes
+	// nothing until the other key moves too.
+	best, found := s.Config, false
+	for _, v := range []int64{0, 1, hi} {
+		c := s.Config
+		timing.SetFieldValue(&c, field, v)
+		if c.Validate() != nil {
+			continue
+		}
+		if sl, ok := slackOf(&c); ok && sl >= cur {
+			best, cur, found = c, sl, true
+		}
+	}
+	return best, found
+}
+
 // tryFrom applies br's holding value and then, up to maxFixSteps keys in
 // all, fixes whatever still fails that did not before (or r itself).
 func (s *Subject) tryFrom(name string, br timing.Break, before map[string]bool) (candidate, bool) {
 	c := s.Config
 	var out candidate
-	used := map[string]bool{}
+	at := map[string]int{} // field → its index in out.changes
 	ch, bi, ok := s.apply(&c, br.Holding())
 	if !ok {
 		return out, false
 	}
-	out.pref, out.changes, used[br.Field] = bi, []Change{ch}, true
-	for len(out.changes) < maxFixSteps {
-		rep := timing.Evaluate(c)
+	out.pref, out.changes, at[br.Field] = bi, []Change{ch}, 0
+	// Each round fixes what still fails; a key already changed may move
+	// further the same way (a grace period raised for overlap, then for
+	// grace), a new key is added while fewer than maxFixSteps are changed.
+	for range 2 * maxFixSteps {
 		var next *timing.Result
-		for _, res := range rep.Results {
+		for _, res := range timing.Evaluate(c).Results {
 			if res.Level == timing.Fail && s.Unjudged[res.Name] == "" && (res.Name == name || !before[res.Name]) {
 				full, _ := timing.CheckInvariant(c, res.Name, s.fixable())
 				next = &full
@@ -81,28 +155,48 @@ func (s *Subject) tryFrom(name string, br timing.Break, before map[string]bool) 
 			out.clean = true
 			return out, true
 		}
-		progressed := false
-		for _, b := range next.Breaks {
-			if used[b.Field] {
-				continue
-			}
-			if ch, _, ok := s.apply(&c, b.Holding()); ok {
-				out.changes, used[b.Field], progressed = append(out.changes, ch), true, true
-				break
-			}
-		}
-		if !progressed {
+		if !s.advance(&c, &out, at, next.Breaks) {
 			return out, false
 		}
 	}
-	rep := timing.Evaluate(c)
-	for _, res := range rep.Results {
-		if res.Level == timing.Fail && s.Unjudged[res.Name] == "" && (res.Name == name || !before[res.Name]) {
-			return out, false
+	return out, false
+}
+
+// advance applies the first break that is a new key (while room is left) or
+// moves a changed key further the same way; it reports whether it did.
+func (s *Subject) advance(c *fleet.Config, out *candidate, at map[string]int, breaks []timing.Break) bool {
+	// Keys already changed first, then in the readers' preference.
+	order := slices.Clone(breaks)
+	rank := func(b timing.Break) int {
+		if _, used := at[b.Field]; used {
+			return -1
 		}
+		return slices.IndexFunc(s.Bindings, func(x Binding) bool { return x.Field == b.Field })
 	}
-	out.clean = true
-	return out, true
+	slices.SortStableFunc(order, func(a, b timing.Break) int { return rank(a) - rank(b) })
+	for _, b := range order {
+		h := b.Holding()
+		i, used := at[b.Field]
+		if !used && len(out.changes) >= maxFixSteps {
+			continue
+		}
+		up := h.Op == timing.OpGreater || h.Op == timing.OpGreaterEq
+		if used && out.changes[i].AtLeast != up {
+			continue
+		}
+		ch, _, ok := s.apply(c, h)
+		if !ok || (used && ch.To == out.changes[i].To) {
+			continue // not a value the key takes, or no move at all
+		}
+		if used {
+			out.changes[i] = ch
+		} else {
+			at[b.Field] = len(out.changes)
+			out.changes = append(out.changes, ch)
+		}
+		return true
+	}
+	return false
 }
 
 // failing names the judged relations that fail in c.
@@ -166,7 +260,13 @@ func (s *Subject) apply(c *fleet.Config, h timing.Break) (Change, int, bool) {
 	if isDur {
 		model += int64(b.Offset)
 	}
+	prev, _, _ := timing.FieldValue(c, h.Field)
 	timing.SetFieldValue(c, h.Field, model)
+	if c.Validate() != nil {
+		// Not a value the platform accepts (a zero timeout): no fix here.
+		timing.SetFieldValue(c, h.Field, prev)
+		return Change{}, 0, false
+	}
 	return Change{Loc: b.Loc, AtLeast: up, To: b.Unit.format(n)}, bi, true
 }
 

@@ -32,7 +32,7 @@ func TestApply_NativeRounding(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &Subject{Config: fleet.Default()}
+			s := NewSubject(Kubernetes, "x", "f")
 			s.Bind(tc.h.Field, Loc{File: "f", Path: "k"}, tc.unit).Offset = tc.offset
 			c := s.Config
 			ch, _, ok := s.apply(&c, tc.h)

@@ -118,7 +118,14 @@ func TestSubjects_MythexAmongPaths(t *testing.T) {
 		t.Fatalf("subs %v err %v", subs, err)
 	}
 	v := nativecfg.Judge(subs[0])
-	if v.Level != timing.Fail || v.Findings[0].Invariant != "overlap" || v.Findings[0].Loc.Line == 0 || len(v.Findings[0].Fix) == 0 {
-		t.Errorf("verdict %v findings %+v", v.Level, v.Findings)
+	if v.Level != timing.Fail || v.Findings[0].Invariant != "overlap" || v.Findings[0].Loc.Line == 0 {
+		t.Fatalf("verdict %v findings %+v", v.Level, v.Findings)
+	}
+	// No key alone fixes overlap here (SIGKILL caps the serve period): the
+	// fix is a pair, the serve period first.
+	fx := v.Findings[0].Fix
+	if len(fx) != 2 || fx[0].Loc.Path != "drain.serve_period" || fx[0].To != "63s" ||
+		fx[1].Loc.Path != "backend.stop_grace_period" || fx[1].To != "73s" {
+		t.Errorf("fix %+v, want serve_period ≥ 63s and stop_grace_period ≥ 73s", fx)
 	}
 }

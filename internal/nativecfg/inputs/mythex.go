@@ -9,7 +9,7 @@ import (
 // mythexFields are the numbers of mythex.yml a fix may change, in the order
 // a person would change them.
 var mythexFields = []string{
-	"drain.serve_period", "drain.pre_stop", "drain.shutdown_timeout", "backend.stop_grace_period",
+	"drain.serve_period", "backend.stop_grace_period", "drain.pre_stop", "drain.shutdown_timeout",
 	"load_balancer.health_check.interval", "load_balancer.health_check.timeout",
 	"load_balancer.health_check.unhealthy_threshold", "load_balancer.health_check.healthy_threshold",
 	"backend.keepalive_idle_timeout", "load_balancer.idle_timeout", "load_balancer.deregistration_delay",
