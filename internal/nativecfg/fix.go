@@ -145,7 +145,7 @@ func (s *Subject) tryFrom(name string, br timing.Break, before map[string]bool) 
 	for range 2 * maxFixSteps {
 		var next *timing.Result
 		for _, res := range timing.Evaluate(c).Results {
-			if res.Level == timing.Fail && s.Unjudged[res.Name] == "" && (res.Name == name || !before[res.Name]) {
+			if res.Level == timing.Fail && !s.unjudged(res.Name) && (res.Name == name || !before[res.Name]) {
 				full, _ := timing.CheckInvariant(c, res.Name, s.fixable())
 				next = &full
 				break
@@ -203,7 +203,7 @@ func (s *Subject) advance(c *fleet.Config, out *candidate, at map[string]int, br
 func (s *Subject) failing(c *fleet.Config) map[string]bool {
 	out := map[string]bool{}
 	for _, r := range timing.Evaluate(*c).Results {
-		if r.Level == timing.Fail && s.Unjudged[r.Name] == "" {
+		if r.Level == timing.Fail && !s.unjudged(r.Name) {
 			out[r.Name] = true
 		}
 	}

@@ -1,6 +1,7 @@
 package nativecfg
 
 import (
+	"maps"
 	"runtime"
 	"slices"
 	"sync"
@@ -60,9 +61,13 @@ type Verdict struct {
 // evaluation: their break points are searched to find the fix.
 func Judge(s *Subject) Verdict {
 	v := Verdict{Subject: s, Unjudged: s.Unjudged}
+	if s.idleOnly() {
+		v.Unjudged = maps.Clone(s.Unjudged)
+		delete(v.Unjudged, "keep-alive")
+	}
 	rep := timing.Evaluate(s.Config)
 	for _, r := range rep.Results {
-		if s.Unjudged[r.Name] != "" {
+		if s.unjudged(r.Name) {
 			continue
 		}
 		if r.Level == timing.Fail {
@@ -162,4 +167,19 @@ func JudgeAll(subs []*Subject) []Verdict {
 	close(next)
 	wg.Wait()
 	return out
+}
+
+// idleOnly: the app's keep-alive is unknown (modelled as endless, so its own
+// clause always holds), but keep-alive still judges a declared longest
+// request against a known LB idle timeout (504s).
+func (s *Subject) idleOnly() bool {
+	return s.Unjudged["keep-alive"] != "" && s.IdleTimeoutKnown && s.Config.Backend.LongestRequest > 0
+}
+
+// unjudged reports whether the relation is left out of the verdict.
+func (s *Subject) unjudged(name string) bool {
+	if name == "keep-alive" && s.idleOnly() {
+		return false
+	}
+	return s.Unjudged[name] != ""
 }

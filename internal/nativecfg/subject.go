@@ -129,6 +129,11 @@ type Subject struct {
 	// ExtraFix gives, by relation name, the change of native keys that makes
 	// an Extra relation hold (timing's break search does not cover them).
 	ExtraFix map[string][]Change
+	// IdleTimeoutKnown says the load balancer's idle timeout comes from the
+	// files or its vendor's documented default (an ALB's 60 s): a declared
+	// longest request is judged against it even when the app's keep-alive
+	// is unknown.
+	IdleTimeoutKnown bool
 	// StopTimeoutName, when set, names the platform's stop timeout (the
 	// model's stop grace period) that an API call of mythex publish waits on
 	// (fly.toml's kill_timeout): the call-timeout relation applies.

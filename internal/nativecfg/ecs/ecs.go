@@ -159,6 +159,9 @@ func translate(td *doc, svc, tg, attrs *doc) (*nativecfg.Subject, error) {
 	c := &s.Config
 	lb := &c.LoadBalancer
 	lb.Kind, lb.TargetType, lb.PropagationMargin = fleet.KindALB, fleet.TargetTypeInstance, albPropagation
+	// The load balancer's idle timeout is not in these files: the ALB's
+	// default 60 s.
+	lb.IdleTimeout, s.IdleTimeoutKnown = 60*time.Second, true
 	ci := 0
 	for i, ct := range t.ContainerDefinitions {
 		if len(ct.PortMappings) > 0 {

@@ -91,6 +91,7 @@ func alb(s *nativecfg.Subject, r route) error {
 	c := &s.Config
 	lb := &c.LoadBalancer
 	lb.Kind = fleet.KindALB
+	s.IdleTimeoutKnown = true
 	lb.PropagationMargin, lb.PropagationMax = albPropagation, albPropagationMax
 	a := albAnn{r}
 	home := a.home()

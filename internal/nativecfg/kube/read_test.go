@@ -190,3 +190,28 @@ func TestRead_BadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestRead_LongestRequestAgainstIdleTimeout: issue 13's missing relation — a
+// request longer than the ALB's idle timeout is cut (504) even when the app's
+// keep-alive is unknown.
+func TestRead_LongestRequestAgainstIdleTimeout(t *testing.T) {
+	pod := "      terminationGracePeriodSeconds: 200\n      containers: [{name: a, image: x, lifecycle: {preStop: {sleep: {seconds: 50}}}}]\n"
+	y := deployment(pod) + svc + albIngress
+	y = strings.Replace(y, "    metadata: {labels: {app: web}}\n", "    metadata:\n      labels: {app: web}\n      annotations: {mythex.dev/longest-request: 90s}\n", 1)
+	s := readOne(t, y)
+	v := nativecfg.Judge(s)
+	var got []string
+	for _, f := range v.Findings {
+		got = append(got, f.Invariant+": "+f.Relation)
+	}
+	// Both the idle timeout (504) and the deregistration delay (the ALB cuts
+	// a draining target's requests when it ends) are too short for 90s.
+	want := []string{"grace: propagation_margin 15s + longest_request 90s = 105s ≤ deregistration_delay 45s",
+		"keep-alive: longest_request 90s < idle_timeout 60s"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("findings %q, want %q", got, want)
+	}
+	if v.Unjudged["keep-alive"] != "" {
+		t.Error("keep-alive should be judged for the longest request")
+	}
+}
