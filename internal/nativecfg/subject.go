@@ -184,3 +184,31 @@ func (s *Subject) Assumptions() []string {
 
 // Secs is n whole seconds, a helper for readers.
 func Secs(n int64) time.Duration { return time.Duration(n) * time.Second }
+
+// AddCallTimeout judges mythex publish's --call-timeout against the
+// platform's stop timeout (StopTimeoutName, the model's stop grace period):
+// when it fails, the file's fix is a stop timeout under the call timeout
+// (or raise --call-timeout, which the note says).
+func (s *Subject) AddCallTimeout(call time.Duration) {
+	stop := s.Config.Backend.StopGracePeriod
+	r := timing.CallTimeout("mythex publish --call-timeout", call, s.StopTimeoutName, stop)
+	if r.Level == timing.Fail {
+		r.Notes[0] += "; raise --call-timeout above it, or"
+	}
+	s.Extra = append(s.Extra, r)
+	b := s.binding("backend.stop_grace_period")
+	if r.Level != timing.Fail || b == nil || b.Derived || call <= time.Second {
+		return
+	}
+	to := (call - time.Second - b.Offset).Truncate(time.Second)
+	if to <= 0 {
+		return
+	}
+	if s.ExtraFix == nil {
+		s.ExtraFix = map[string][]Change{}
+	}
+	s.ExtraFix[timing.CallTimeoutName] = []Change{{Loc: b.Loc, To: b.Unit.format(int64(to / b.Unit.stepDur())), From: s.current(b)}}
+}
+
+// stepDur is one native unit of a duration key.
+func (u Unit) stepDur() time.Duration { return time.Duration(u.step(true)) }

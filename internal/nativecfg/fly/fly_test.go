@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mythex/mythex/internal/nativecfg"
+	"github.com/mythex/mythex/internal/timing"
 )
 
 func TestRead(t *testing.T) {
@@ -68,5 +71,43 @@ func TestRead_BadInput(t *testing.T) {
 		if _, err := Read("fly.toml", []byte(src)); err == nil || !strings.Contains(err.Error(), "fly.toml") {
 			t.Errorf("%s: err = %v", name, err)
 		}
+	}
+}
+
+func TestJudge_ProxyLagAndCallTimeout(t *testing.T) {
+	cases := []struct {
+		name  string
+		toml  string
+		want  timing.Level
+		names []string
+		fixTo string
+	}{
+		{"closing at the signal is marginal", "app = \"a\"\nkill_timeout = \"30s\"\n", timing.Marginal, []string{"overlap"}, ""},
+		{"serving past the lag passes", "app = \"a\"\nkill_timeout = \"30s\"\n[env]\nMYTHEX_SERVE_PERIOD = \"5s\"\n", timing.Pass, nil, ""},
+		{"a kill_timeout over publish's call timeout fails", "app = \"a\"\nkill_timeout = 120\n[env]\nMYTHEX_SERVE_PERIOD = \"5s\"\n", timing.Fail, []string{"call-timeout"}, "44s"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			subs, err := Read("fly.toml", []byte(tc.toml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := subs[0]
+			s.AddCallTimeout(45 * time.Second)
+			v := nativecfg.Judge(s)
+			var got []string
+			for _, f := range v.Findings {
+				got = append(got, f.Invariant)
+			}
+			if v.Level != tc.want || strings.Join(got, ",") != strings.Join(tc.names, ",") {
+				t.Fatalf("level %v findings %v, want %v %v", v.Level, got, tc.want, tc.names)
+			}
+			if tc.fixTo != "" {
+				f := v.Findings[0]
+				if f.Loc.Line != 2 || f.Loc.Path != "kill_timeout" || len(f.Fix) != 1 || f.Fix[0].To != tc.fixTo || f.Fix[0].AtLeast {
+					t.Errorf("finding %+v", f)
+				}
+			}
+		})
 	}
 }

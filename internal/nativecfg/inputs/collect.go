@@ -18,7 +18,6 @@ import (
 	"github.com/mythex/mythex/internal/nativecfg/kamal"
 	"github.com/mythex/mythex/internal/nativecfg/kube"
 	"github.com/mythex/mythex/internal/nativecfg/nomad"
-	"github.com/mythex/mythex/internal/timing"
 )
 
 // ErrNotUnderstood wraps every error about input `mythex check` cannot judge:
@@ -219,7 +218,7 @@ func readKind(kind string, files map[string][]byte, opts Options) ([]*nativecfg.
 		}
 		for _, s := range subs {
 			if opts.CallTimeout > 0 && s.StopTimeoutName != "" {
-				s.Extra = append(s.Extra, timing.CallTimeout("mythex publish --call-timeout", opts.CallTimeout, s.StopTimeoutName, s.Config.Backend.StopGracePeriod))
+				s.AddCallTimeout(opts.CallTimeout)
 			}
 		}
 		out = append(out, subs...)
