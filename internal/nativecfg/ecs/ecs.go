@@ -60,7 +60,6 @@ type doc struct {
 	prefix string // "taskDefinition." when wrapped
 	task   *taskDef
 	svc    *service
-	svcIdx int
 	tgs    []targetGroup
 	attrs  []struct{ Key, Value string }
 }
@@ -122,7 +121,7 @@ func decode(file string, data []byte) (doc, error) {
 	case top["containerDefinitions"] != nil:
 		d.task = &taskDef{}
 		return d, un(data, d.task)
-	case top["taskDefinition"] != nil && len(top["taskDefinition"]) > 0 && top["taskDefinition"][0] == '{':
+	case len(top["taskDefinition"]) > 0 && top["taskDefinition"][0] == '{':
 		d.task, d.prefix = &taskDef{}, "taskDefinition."
 		return d, un(top["taskDefinition"], d.task)
 	case top["services"] != nil:
