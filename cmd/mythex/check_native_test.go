@@ -197,3 +197,36 @@ func TestRunNativeCheck_JSON(t *testing.T) {
 		t.Error("the ALB's default health check should be listed as assumed")
 	}
 }
+
+// TestRunNativeCheck_PublicCases runs `mythex check DIR` on every public-case
+// fixture and checks the exit status its stated verdict implies: 1 for FAIL,
+// 0 for PASS and MARGINAL, and 1 for MARGINAL under --strict.
+func TestRunNativeCheck_PublicCases(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join("..", "..", "internal", "nativecfg", "inputs", "testdata", "cases", "*"))
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no fixtures: %v", err)
+	}
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			files, _ := filepath.Glob(filepath.Join(dir, "*"))
+			var verdict string
+			for _, f := range files {
+				b, _ := os.ReadFile(f)
+				if _, v, ok := strings.Cut(string(b), "Expected verdict: "); ok {
+					verdict, _, _ = strings.Cut(v, " ")
+				}
+			}
+			for _, strict := range []bool{false, true} {
+				want := exitOK
+				if verdict == "FAIL" || (strict && verdict == "MARGINAL") {
+					want = exitFailed
+				}
+				var out strings.Builder
+				err := runNativeCheck(&out, nil, []string{dir}, nativeOpts{format: formatText, strict: strict})
+				if got := exitCodeOf(err); got != want {
+					t.Errorf("verdict %s, strict %v: exit %d, want %d\n%s", verdict, strict, got, want, out.String())
+				}
+			}
+		})
+	}
+}
