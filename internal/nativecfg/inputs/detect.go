@@ -74,13 +74,16 @@ func Detect(name string, data []byte) string {
 	return Unknown
 }
 
-// detectJSON recognises ECS task definitions and services (as registered or
-// as `aws ecs describe-*` prints them) and `aws elbv2
+// detectJSON recognises Kubernetes objects in JSON, ECS task definitions and
+// services (as registered or as `aws ecs describe-*` prints them) and `aws elbv2
 // describe-target-groups` / `describe-target-group-attributes` output.
 func detectJSON(data []byte) string {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(data, &top) != nil {
 		return Unknown
+	}
+	if top["apiVersion"] != nil && top["kind"] != nil {
+		return nativecfg.Kubernetes // kubectl get -o json
 	}
 	for _, k := range []string{"containerDefinitions", "taskDefinition", "services", "service", "loadBalancers",
 		"deploymentConfiguration", "TargetGroups", "Attributes", "family"} {

@@ -27,6 +27,7 @@ func TestDetect(t *testing.T) {
 		{"elbv2 attributes", "attrs.json", `{"Attributes": []}`, nativecfg.ECS},
 		{"ECS JSON on stdin", "-", `{"TargetGroups": []}`, nativecfg.ECS},
 		{"fly.toml on stdin", "-", "app = \"x\"\nkill_timeout = 5\n", nativecfg.Fly},
+		{"kubectl get -o json", "list.json", `{"apiVersion": "v1", "kind": "List", "items": []}`, nativecfg.Kubernetes},
 		{"some other YAML", "values.yaml", "replicaCount: 2\n", Unknown},
 		{"some other JSON", "package.json", `{"name": "x"}`, Unknown},
 		{"not YAML at all", "x.yaml", "\t{{{", Unknown},
