@@ -45,3 +45,19 @@ func IsControlPlane(err error) bool {
 func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
+
+// ErrImageNotFound: the release's image does not exist where the platform
+// looks for it (local: no such executable, or not executable; docker: not on
+// the host; fly: the registry has no such image). It wraps ErrInvalid too: bad
+// input, nothing changed.
+var ErrImageNotFound = fmt.Errorf("%w: image not found", ErrInvalid)
+
+// ImageChecker is a platform that can tell, before any machine changes,
+// whether an image exists. A gate calls it first; a platform without it is
+// trusted to refuse a bad image on create or update.
+type ImageChecker interface {
+	// CheckImage returns an error wrapping ErrImageNotFound when image does
+	// not exist (or cannot run), a control-plane error when the platform
+	// could not be asked, and nil when it exists.
+	CheckImage(ctx context.Context, image string) error
+}

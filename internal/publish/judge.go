@@ -27,6 +27,10 @@ type judgement struct {
 	// prior are looks carried over from an earlier run (the reconciler's
 	// baseline).
 	prior []Look
+	// since: per machine, the publish's write on the platform's clock.
+	since map[string]time.Time
+	// before: per machine updated in place, what it ran before.
+	before map[string]Prior
 }
 
 // judgeLoop looks at the machines until Judge gives a verdict other than
@@ -45,7 +49,7 @@ func (g *Gate) judgeLoop(ctx context.Context, j judgement) (Verdict, []Look, err
 		looks = append(looks, look)
 		now := g.clock.Now()
 		v := Judge(Input{Start: j.t0, Now: now, Deadline: j.deadline, Image: j.image, Release: j.release,
-			Machines: j.machines, Looks: looks, Policy: j.policy, Serving: serving})
+			Machines: j.machines, Looks: looks, Policy: j.policy, Serving: serving, Since: j.since, Before: j.before})
 		if g.observer != nil {
 			l, vv := look, v
 			g.observer(Event{Kind: EventLook, At: now, App: j.app, Release: j.release, Look: &l, Verdict: &vv, Elapsed: now.Sub(j.t0)})

@@ -23,6 +23,11 @@ const (
 	// ReleaseRolledBack: judged failed — at publish or later by the reconciler
 	// — and the last known good release was restored in its place.
 	ReleaseRolledBack ReleaseStatus = "rolled_back"
+	// ReleaseInterrupted: the operator interrupted the publish before a
+	// verdict and what it changed was undone (blue-green: its machines
+	// removed; in place: the last good release restored, or, with none, its
+	// machines left running). Never a rollback target.
+	ReleaseInterrupted ReleaseStatus = "interrupted"
 )
 
 // Strategy is how a publish moves an app's machines to a new release.
@@ -77,6 +82,14 @@ type Release struct {
 	Verdict *Verdict `json:"verdict,omitempty"`
 	// Machines are the ids of the machines that run (or ran) it.
 	Machines []string `json:"machines,omitempty"`
+	// Interrupted is set when the operator interrupted the publish; with
+	// Status pending it means the undoing was itself cut off (a second
+	// signal): the reconciler finishes the undoing rather than judging it.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Since gives, per machine, when the publish's write (create or update)
+	// happened on the platform's clock: crashes before it belong to an
+	// earlier release. Compared only with the platform's own timestamps.
+	Since map[string]time.Time `json:"since,omitempty"`
 	// LastLook is the reconciler's latest look, the baseline its next round
 	// compares with; CheckedAt is when it was taken.
 	LastLook  *Look     `json:"last_look,omitempty"`

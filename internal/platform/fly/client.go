@@ -51,6 +51,11 @@ type Options struct {
 	Name string
 	// Clock times the waits between retries. Default real.
 	Clock clockwork.Clock
+	// CheckImage, when set, is what CheckImage asks before any machine
+	// changes (the local platform's daemon runs on this host, so its
+	// executables can be checked here). Nil: the Machines API itself refuses
+	// an image it cannot resolve on create or update.
+	CheckImage func(ctx context.Context, image string) error
 }
 
 // Client is a platform.Platform over the Fly Machines API v1.
@@ -101,6 +106,18 @@ func New(opts Options) (*Client, error) {
 	}
 	return &Client{base: u, auth: auth, hc: opts.HTTPClient, opts: opts, clock: opts.Clock}, nil
 }
+
+// CheckImage implements platform.ImageChecker through Options.CheckImage;
+// without it every image passes here and the API's own refusal (an answer
+// naming the image as not found) is mapped to platform.ErrImageNotFound.
+func (c *Client) CheckImage(ctx context.Context, image string) error {
+	if c.opts.CheckImage == nil {
+		return nil
+	}
+	return c.opts.CheckImage(ctx, image)
+}
+
+var _ platform.ImageChecker = (*Client)(nil)
 
 // Name implements platform.Platform.
 func (c *Client) Name() string { return c.opts.Name }
@@ -206,7 +223,21 @@ func (c *Client) once(ctx context.Context, method, u string, body []byte, out an
 	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
 		retryAfter = time.Duration(s) * time.Second
 	}
-	return retryAfter, fmt.Errorf("%s %s: %w: HTTP %d: %s", method, req.URL.Path, statusErr(resp.StatusCode), resp.StatusCode, msg)
+	kind := statusErr(resp.StatusCode)
+	if (resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusUnprocessableEntity || resp.StatusCode == http.StatusNotFound) &&
+		imageNotFound(msg) {
+		kind = platform.ErrImageNotFound
+	}
+	return retryAfter, fmt.Errorf("%s %s: %w: HTTP %d: %s", method, req.URL.Path, kind, resp.StatusCode, msg)
+}
+
+// imageNotFound reports whether an API refusal says the image could not be
+// found or resolved (the registry's "manifest unknown", the local daemon's
+// "image not found").
+func imageNotFound(msg string) bool {
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "image not found") || strings.Contains(m, "manifest unknown") ||
+		(strings.Contains(m, "image") && (strings.Contains(m, "not found") || strings.Contains(m, "unable to resolve")))
 }
 
 func statusErr(code int) error {

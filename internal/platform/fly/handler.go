@@ -156,6 +156,8 @@ func writeErr(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, platform.ErrNotFound):
 		code = http.StatusNotFound
+	case errors.Is(err, platform.ErrImageNotFound):
+		code = http.StatusUnprocessableEntity
 	case errors.Is(err, platform.ErrInvalid):
 		code = http.StatusBadRequest
 	case errors.Is(err, platform.ErrConflict):
