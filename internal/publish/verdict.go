@@ -456,10 +456,10 @@ func judgeMachine(in Input, id string, final bool) machineJudgement {
 
 	// Walk the answered looks in order: find crash loops, give-ups, wrong
 	// images, wrong health answers.
-	hadCrash := false       // crash evidence up to the previous answered look
+	hadCrash := false         // crash evidence up to the previous answered look
 	var lastCrashAt time.Time // platform clock: the newest crash evidence so far
-	streak := 0             // trailing answered looks, started, with no new crash between them
-	wrong := 0              // trailing looks after the start period answering the health check wrongly
+	streak := 0               // trailing answered looks, started, with no new crash between them
+	wrong := 0                // trailing looks after the start period answering the health check wrongly
 	for i, o := range ok {
 		if in.Image != "" && o.m.Config.Image != "" && o.m.Config.Image != in.Image {
 			return fail(MachineWrongImage, "runs image %s, not the published %s (something replaced or rolled it back)", o.m.Config.Image, in.Image)
