@@ -831,6 +831,9 @@ func mixedVersions(in Input) string {
 		if m.State != platform.StateStarted {
 			continue
 		}
+		if p, ok := in.Before[m.ID]; ok && p.runs(m) {
+			continue // not updated yet: judged per machine ("not yet")
+		}
 		if (in.Image != "" && m.Config.Image != in.Image) || (in.Release != "" && m.Release() != "" && m.Release() != in.Release) {
 			odd = append(odd, fmt.Sprintf("%s (%s)", m.ID, m.Config.Image))
 		}
