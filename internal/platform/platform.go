@@ -102,8 +102,11 @@ const MetadataRelease = "mythex_release"
 type State string
 
 // Machine states. Persistent: created, started, stopped, suspended, failed;
-// transient: starting, stopping, restarting, suspending, replacing, destroying;
-// terminal: destroyed.
+// transient: creating, starting, stopping, restarting, suspending, replacing,
+// updating, destroying, and replaced / migrated (Fly: an old version of the
+// machine, or one moved to another host — the next look shows what runs);
+// terminal: destroyed; launch_failed (Fly could not launch it).
+// fly.io/docs/machines/machine-states; updating can last minutes on Fly.
 const (
 	StateCreated    State = "created"
 	StateStarting   State = "starting"
@@ -117,16 +120,24 @@ const (
 	StateFailed     State = "failed"
 	StateDestroying State = "destroying"
 	StateDestroyed  State = "destroyed"
+	// Fly's further states.
+	StateCreating     State = "creating"
+	StateUpdating     State = "updating"
+	StateReplaced     State = "replaced"
+	StateMigrated     State = "migrated"
+	StateLaunchFailed State = "launch_failed"
 )
 
 // String returns the state's name.
 func (s State) String() string { return string(s) }
 
 // Transient reports whether the platform will move the machine out of s by
-// itself (starting, stopping, restarting, suspending, replacing, destroying).
+// itself (creating, starting, stopping, restarting, suspending, replacing,
+// updating, replaced, migrated, destroying).
 func (s State) Transient() bool {
 	switch s {
-	case StateStarting, StateStopping, StateRestarting, StateSuspending, StateReplacing, StateDestroying:
+	case StateStarting, StateStopping, StateRestarting, StateSuspending, StateReplacing, StateDestroying,
+		StateCreating, StateUpdating, StateReplaced, StateMigrated:
 		return true
 	}
 	return false

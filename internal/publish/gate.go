@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -162,6 +163,9 @@ type Gate struct {
 	opts     Options
 	lockDir  string
 	observer func(Event)
+
+	leaseMu sync.Mutex
+	leased  map[string]map[string]bool // app -> machines whose lease the gate holds
 }
 
 // GateConfig carries a Gate's dependencies.
@@ -197,7 +201,7 @@ func NewGate(c GateConfig) (*Gate, error) {
 		return nil, err
 	}
 	g := &Gate{p: c.Platform, store: c.Store, checker: c.Checker, router: c.Router, clock: c.Clock, log: c.Logger,
-		opts: c.Options.withDefaults(), lockDir: c.LockDir, observer: c.Observer}
+		opts: c.Options.withDefaults(), lockDir: c.LockDir, observer: c.Observer, leased: map[string]map[string]bool{}}
 	if g.checker == nil {
 		g.checker = HTTPChecker{}
 	}

@@ -150,6 +150,7 @@ func (g *Gate) Publish(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	defer fl.Unlock()
+	defer g.releaseLeases(ctx, req.App)
 	// fctx is for finishing safely after an interruption: it outlives ctx
 	// and ends only on Abort.
 	fctx, stopF := abortable(ctx, req.Abort)
@@ -334,6 +335,9 @@ func (g *Gate) checkImage(ctx context.Context, image string) error {
 // on the platform, so sending it again is safe. A timeout is not retried:
 // the update may be under way.
 func (g *Gate) update(ctx context.Context, app, id string, cfg platform.Config) (platform.Machine, error) {
+	if err := g.hold(ctx, app, id); err != nil {
+		return platform.Machine{}, err
+	}
 	wait := g.opts.PollInterval
 	for attempt := 1; ; attempt++ {
 		cctx, cancel := g.callCtx(ctx)

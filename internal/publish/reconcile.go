@@ -122,6 +122,7 @@ func (r *Reconciler) checkApp(ctx context.Context, app string) Check {
 		return c
 	}
 	defer fl.Unlock()
+	defer g.releaseLeases(ctx, app)
 	rels, err := g.store.List(ctx, app)
 	if err != nil || len(rels) == 0 {
 		c.Action, c.Note = ActionSkipped, fmt.Sprint(err)
