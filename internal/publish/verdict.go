@@ -536,10 +536,23 @@ func judgeMachine(in Input, id string, final bool) machineJudgement {
 	lookTwo := len(ok) >= 2
 
 	// State at look 2 and later.
+	if (last.m.State == platform.StateStopped || last.m.State == platform.StateSuspended) && platformStopped(last.m) {
+		// The platform itself stopped it on purpose (Fly Proxy autostop):
+		// not a crash, and not serving to be judged either.
+		if !final {
+			return j
+		}
+		s.Status = MachineUnknown
+		j.reason = fmt.Sprintf("machine %s: %s by the platform (autostop) at look %d before it could be judged; it did not crash — nothing rolled back",
+			id, last.m.State, last.look)
+		return j
+	}
 	if lookTwo && last.m.State != platform.StateStarted {
 		switch {
 		case last.m.State.Transient() || last.m.State == platform.StateCreated:
 			// Starting, restarting, replacing, updating: the next look decides.
+		case last.m.State == platform.StateLaunchFailed:
+			return fail(MachineNotStarted, "the platform could not launch it (state launch_failed at look %d)", last.look)
 		case last.m.State == platform.StateSuspended:
 			return fail(MachineNotStarted, "is suspended at look %d, not started", last.look)
 		default:
@@ -605,6 +618,23 @@ func judgeMachine(in Input, id string, final bool) machineJudgement {
 			id, s.UpFor.Round(time.Millisecond), in.Policy.StableFor)
 	}
 	return j
+}
+
+// platformStopped reports whether m's newest exit (or suspend) was the
+// platform's own doing on purpose — a requested stop whose source is not the
+// user (Fly Proxy's autostop) — rather than a crash or an operator's stop.
+func platformStopped(m platform.Machine) bool {
+	var newest []platform.Event
+	for _, e := range m.Events {
+		if e.Type == platform.EventExit || e.Type == platform.EventSuspend {
+			newest = append(newest, e)
+		}
+	}
+	e, ok := latest(newest)
+	if !ok || e.Source == "user" || e.Source == "" {
+		return false
+	}
+	return e.Type == platform.EventSuspend || (e.Exit != nil && e.Exit.RequestedStop)
 }
 
 // wrongAnswer reports whether p is an answer that is not a "not ready yet":
