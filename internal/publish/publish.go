@@ -246,6 +246,9 @@ func (g *Gate) Publish(ctx context.Context, req Request) (Result, error) {
 		for _, m := range targets {
 			before[m.ID] = Prior{Release: m.Release(), Image: m.Config.Image}
 			rel.Machines = append(rel.Machines, m.ID)
+			if m.State == platform.StateStopped || m.State == platform.StateSuspended {
+				rel.Sleeping = append(rel.Sleeping, m.ID)
+			}
 			um, err := g.update(ctx, app, m.ID, cfg)
 			switch {
 			case err == nil:
@@ -279,7 +282,7 @@ func (g *Gate) Publish(ctx context.Context, req Request) (Result, error) {
 	}
 
 	v, looks, err := g.judgeLoop(ctx, judgement{
-		app: app, release: rel.ID, image: cfg.Image, machines: rel.Machines, t0: t0, deadline: t0.Add(g.opts.Window),
+		app: app, release: rel.ID, image: cfg.Image, machines: rel.Judged(), t0: t0, deadline: t0.Add(g.opts.Window),
 		health: req.Health, appProbe: req.Strategy == StrategyInPlace, serving: req.Strategy == StrategyInPlace,
 		policy: g.opts.policy(), since: rel.Since, before: before,
 	})

@@ -165,7 +165,7 @@ func (r *Reconciler) recheck(ctx context.Context, rel Release) Check {
 		prior = []Look{*rel.LastLook}
 	}
 	v, looks, err := g.judgeLoop(ctx, judgement{
-		app: rel.App, release: rel.ID, image: rel.Config.Image, machines: rel.Machines, t0: rel.LiveAt,
+		app: rel.App, release: rel.ID, image: rel.Config.Image, machines: rel.Judged(), t0: rel.LiveAt,
 		deadline: now.Add(g.opts.StableFor + g.opts.ReconcileWindow), health: rel.Health, appProbe: rel.Strategy == StrategyInPlace,
 		policy: g.opts.policy(), prior: prior, since: rel.Since,
 	})
@@ -264,7 +264,7 @@ func (r *Reconciler) finishPending(ctx context.Context, rel Release) Check {
 	}
 	now := g.clock.Now()
 	v, _, err := g.judgeLoop(ctx, judgement{
-		app: rel.App, release: rel.ID, image: rel.Config.Image, machines: rel.Machines, t0: rel.CreatedAt,
+		app: rel.App, release: rel.ID, image: rel.Config.Image, machines: rel.Judged(), t0: rel.CreatedAt,
 		deadline: now.Add(g.opts.StableFor + g.opts.ReconcileWindow), health: rel.Health,
 		appProbe: rel.Strategy == StrategyInPlace, serving: rel.Strategy == StrategyInPlace,
 		policy: g.opts.policy(), since: rel.Since,

@@ -82,6 +82,11 @@ type Release struct {
 	Verdict *Verdict `json:"verdict,omitempty"`
 	// Machines are the ids of the machines that run (or ran) it.
 	Machines []string `json:"machines,omitempty"`
+	// Sleeping are those of Machines that were stopped or suspended when an
+	// in-place publish began (Fly autostop): updated too, so they wake on
+	// the release, but never judged — a stopped machine stays stopped when
+	// updated.
+	Sleeping []string `json:"sleeping,omitempty"`
 	// Interrupted is set when the operator interrupted the publish; with
 	// Status pending it means the undoing was itself cut off (a second
 	// signal): the reconciler finishes the undoing rather than judging it.
@@ -105,4 +110,26 @@ type Health struct {
 	// when a machine has no address of its own, e.g.
 	// "https://api.fly.dev/healthz".
 	AppURL string `json:"app_url,omitempty"`
+}
+
+// Judged returns the machines whose looks decide the release: Machines
+// without Sleeping (all of them when every one was asleep).
+func (r Release) Judged() []string {
+	if len(r.Sleeping) == 0 {
+		return r.Machines
+	}
+	asleep := map[string]bool{}
+	for _, id := range r.Sleeping {
+		asleep[id] = true
+	}
+	var out []string
+	for _, id := range r.Machines {
+		if !asleep[id] {
+			out = append(out, id)
+		}
+	}
+	if len(out) == 0 {
+		return r.Machines
+	}
+	return out
 }

@@ -274,10 +274,12 @@ func (g *Gate) restore(ctx context.Context, failed, target Release, t0 time.Time
 			return finish(fmt.Errorf("update machine %s back to %s: %w", id, target.ID, err))
 		}
 	}
-	if _, err := g.waitOn(ctx, app, failed.Machines, target.Health, g.opts.RestoreTimeout, &cfg); err != nil {
+	// Machines that were asleep stay asleep on the restored config: wait
+	// only for the ones that served.
+	if _, err := g.waitOn(ctx, app, failed.Judged(), target.Health, g.opts.RestoreTimeout, &cfg); err != nil {
 		return finish(err)
 	}
-	rb.Machines = append([]string(nil), failed.Machines...)
+	rb.Machines = append([]string(nil), failed.Judged()...)
 	return finish(nil)
 }
 

@@ -318,3 +318,27 @@ func TestClient_WaitFollowsTheAPI(t *testing.T) {
 		}
 	}
 }
+
+// TestGate_OnFly_SleepingMachineUpdatedNotJudged: a machine stopped before
+// the publish (autostop, or by hand) is updated with skip_launch — it stays
+// stopped, on the new release — and only the serving machine is judged.
+func TestGate_OnFly_SleepingMachineUpdatedNotJudged(t *testing.T) {
+	f := newFakeFly(t)
+	store, lockDir := openStore(t), t.TempDir()
+	r := flyReq("registry.fly.io/api:good", platform.RestartAlways, 0)
+	r.Machines = 2
+	if res, err, _ := flyRun(t, f, store, lockDir, publish.Options{}, r); err != nil || res.Verdict.Status != publish.StatusLive {
+		t.Fatalf("good on 2 machines: %+v %v", res.Verdict, err)
+	}
+	if err := f.client(t, Options{}).Stop(context.Background(), "api", "m2"); err != nil {
+		t.Fatal(err)
+	}
+	res, err, _ := flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good2", platform.RestartAlways, 0))
+	if err != nil || res.Verdict.Status != publish.StatusLive {
+		t.Fatalf("publish with m2 asleep: %+v, %v; want live", res.Verdict, err)
+	}
+	m2, _ := f.client(t, Options{}).Get(context.Background(), "api", "m2")
+	if m2.State != platform.StateStopped || m2.Config.Image != "registry.fly.io/api:good2" {
+		t.Errorf("m2 after the publish: %s on %s; want stopped on good2", m2.State, m2.Config.Image)
+	}
+}
