@@ -384,6 +384,7 @@ func (c *Client) Update(ctx context.Context, app, id string, cfg platform.Config
 		InstanceID string         `json:"instance_id"`
 		State      string         `json:"state"`
 		HostStatus string         `json:"host_status"`
+		Events     []apiEvent     `json:"events"`
 	}
 	if err := c.do(ctx, http.MethodGet, machinesPath(app, id), nil, nil, &cur); err != nil {
 		return platform.Machine{}, err
@@ -398,14 +399,30 @@ func (c *Client) Update(ctx context.Context, app, id string, cfg platform.Config
 	if req.CurrentVersion == "" {
 		req.CurrentVersion = cur.InstanceID
 	}
-	// A stopped machine stays stopped when updated (flyctl's skip_launch):
-	// autostop put it to sleep, the proxy starts it when traffic comes.
-	req.SkipLaunch = cur.State == string(platform.StateStopped) || cur.State == string(platform.StateSuspended)
+	// A machine put to sleep on purpose (autostop, a requested stop, a
+	// suspend) stays asleep when updated (skip_launch): the proxy starts it
+	// when traffic comes. One stopped because it crashed and the platform
+	// gave up (a rollback's target) is launched.
+	req.SkipLaunch = cur.State == string(platform.StateSuspended) ||
+		(cur.State == string(platform.StateStopped) && asleep(cur.Events))
 	var m apiMachine
 	if err := c.do(ctx, http.MethodPost, machinesPath(app, id), nil, req, &m); err != nil {
 		return platform.Machine{}, err
 	}
 	return m.toPlatform(app, c.opts.PrivateAddresses), nil
+}
+
+// asleep reports whether the newest exit in events (newest first) was a
+// requested stop.
+func asleep(events []apiEvent) bool {
+	for _, e := range events {
+		if e.Type != string(platform.EventExit) {
+			continue
+		}
+		x := e.toPlatform().Exit
+		return x != nil && x.RequestedStop
+	}
+	return false
 }
 
 // patchConfig sets cfg's fields in a raw config, keeping every other key.

@@ -56,6 +56,7 @@ type fakeFly struct {
 	intExitedAt bool          // exited_at as integer milliseconds (older samples) instead of RFC 3339
 	maxEvents   int           // events kept per machine (default 5; the API does not document it)
 
+	paced    *Client  // the paced client flyRun drives the gate with
 	requests []string // "METHOD path?query"
 	bodies   []map[string]any
 	nonces   []string // fly-machine-lease-nonce of each write

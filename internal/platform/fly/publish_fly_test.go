@@ -21,7 +21,12 @@ import (
 // client (for its call counts).
 func flyRun(t *testing.T, f *fakeFly, store *publish.Store, lockDir string, opts publish.Options, req publish.Request) (publish.Result, error, *Client) {
 	t.Helper()
-	c := f.client(t, Options{Clock: f.clock})
+	if f.paced == nil {
+		// One client for the fake's whole life, as one mythex process: its
+		// pacer knows what it has sent.
+		f.paced = f.client(t, Options{Clock: f.clock})
+	}
+	c := f.paced
 	if opts.Window == 0 {
 		opts.Window = time.Minute
 	}
