@@ -39,19 +39,32 @@ func TestBench_PublishVerdicts(t *testing.T) {
 		runs = 3
 	}
 	crashLoop := func(o publish.Options, ev []publish.Event) time.Time {
-		// The first look that shows a crash later than one an earlier look
-		// already showed.
-		var seen time.Time
+		// The first look by which two crashes of the new release are known
+		// (in that look's list, or one in an earlier look and a later one
+		// now), closer than the crash-loop window.
+		known := map[int64]time.Time{}
+		var began time.Time
+		for _, e := range ev {
+			if e.Kind == publish.EventStep && began.IsZero() {
+				began = e.At
+			}
+		}
 		for _, e := range lookEvents(ev) {
-			lc := latestCrash(e)
-			if lc.IsZero() {
-				continue
+			m := e.Look.Machines[0].Machine
+			for _, x := range m.Events {
+				if publish.IsCrash(x, m.Config.Restart.Effective().Policy) && !x.At().Before(began) {
+					known[x.At().UnixNano()] = x.At()
+				}
 			}
-			if !seen.IsZero() && lc.After(seen) {
-				return e.At
+			var ts []time.Time
+			for _, t := range known {
+				ts = append(ts, t)
 			}
-			if seen.IsZero() {
-				seen = lc
+			sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+			for i := 1; i < len(ts); i++ {
+				if ts[i].Sub(ts[i-1]) < max(o.LoopWindow, o.StableFor) {
+					return e.At
+				}
 			}
 		}
 		return time.Time{}

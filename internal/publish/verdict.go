@@ -471,6 +471,18 @@ func judgeMachine(in Input, id string, final bool) machineJudgement {
 			return fail(MachineGaveUp, "%s, and the platform is not restarting it (state %s, restart policy %s)",
 				crashHistory(s, e), o.m.State, policyString(o.m.Config.Restart))
 		}
+		if a, b, two := twoNewestCrashes(o.crashes); two && (in.Policy.loopWindow() <= 0 || b.Sub(a) < in.Policy.loopWindow()) {
+			// One look's own list already holds two crashes since the
+			// publish, closer than the loop window: the evidence exists
+			// now, no need to wait for another look.
+			s.StillRestarting = true
+			if s.CrashesSeen < 2 {
+				s.CrashesSeen = 2
+			}
+			return fail(MachineCrashLooping, "crashed %s since the publish started (latest %s at %s); look %d shows crashes at %s and %s, %s apart, so it is still restarting",
+				atLeast(s.CrashesSeen), exitString(s.LatestExitCode, s.LatestSignal, s.LatestOOMKilled), clock(s.LatestCrash), o.look,
+				clock(a), clock(b), b.Sub(a).Round(time.Millisecond))
+		}
 		newCrash := false
 		if i > 0 {
 			newCrash = crashedBetween(ok[i-1], o)
@@ -618,6 +630,24 @@ func judgeMachine(in Input, id string, final bool) machineJudgement {
 			id, s.UpFor.Round(time.Millisecond), in.Policy.StableFor)
 	}
 	return j
+}
+
+// twoNewestCrashes returns the times of the two newest distinct crashes in
+// crashes, oldest first, and whether there are two.
+func twoNewestCrashes(crashes []platform.Event) (time.Time, time.Time, bool) {
+	var ts []time.Time
+	seen := map[int64]bool{}
+	for _, c := range crashes {
+		if k := c.At().UnixNano(); !seen[k] {
+			seen[k] = true
+			ts = append(ts, c.At())
+		}
+	}
+	if len(ts) < 2 {
+		return time.Time{}, time.Time{}, false
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+	return ts[len(ts)-2], ts[len(ts)-1], true
 }
 
 // platformStopped reports whether m's newest exit (or suspend) was the
