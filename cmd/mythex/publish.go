@@ -37,6 +37,8 @@ type publishTarget struct {
 	flyToken    string
 	lbAdmin     string
 	lbTokenFile string
+	// strategy and app, when set by publish, let router() pick Fly Proxy.
+	strategy, app string
 }
 
 func (t *publishTarget) addFlags(fs *pflag.FlagSet, withPlatform bool) {
@@ -153,7 +155,15 @@ func (t *publishTarget) gate(opts publish.Options, observer func(publish.Event))
 }
 
 // router returns the load balancer the publish drives, or nil (in place).
+// On Fly with --strategy bluegreen and no --lb-admin it is Fly Proxy itself.
 func (t *publishTarget) router() (publish.Router, error) {
+	if t.lbAdmin == "" && t.platform == "fly" && t.strategy == string(publish.StrategyBlueGreen) {
+		c, err := fly.New(fly.Options{BaseURL: t.flyURL, Token: t.flyToken})
+		if err != nil {
+			return nil, usagef("--platform fly: %v", err)
+		}
+		return flyProxyRouter{c: c, app: t.app}, nil
+	}
 	if t.lbAdmin == "" {
 		return nil, nil
 	}
@@ -273,7 +283,9 @@ Strategies (--strategy) and what they cost:
 
   bluegreen  the default with --lb-admin. New machines start beside the serving
              ones; the load balancer routes to them only once the release is
-             live. A failing release never serves a request. Costs: twice the
+             live. On Fly without --lb-admin, Fly Proxy is the load balancer:
+             new machines are created with skip_service_registration, judged by
+             their own Fly checks (configure some), then uncordoned. A failing release never serves a request. Costs: twice the
              machines while judging, and the previous release's machines are
              kept stopped for a fast restore.
   inplace    the default without a load balancer. The app's machines are
@@ -344,6 +356,7 @@ interrupted.`,
 				healthURL = "https://" + app + ".fly.dev" + healthPath
 			}
 			progress := progressWriter(cmd.ErrOrStderr(), quietProgress)
+			target.strategy, target.app = strategy, app
 			g, _, closeAll, err := target.gate(opts, progress)
 			if err != nil {
 				return err

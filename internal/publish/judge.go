@@ -3,6 +3,7 @@ package publish
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/mythex/mythex/internal/platform"
@@ -90,6 +91,10 @@ func (g *Gate) look(ctx context.Context, j judgement, n int, addrs map[string]st
 		}
 		if probe && j.health.Path != "" && addrs[id] != "" {
 			ml.Probe = g.checker.Check(ctx, "http://"+addrs[id]+j.health.Path)
+		} else if err == nil && m.State == platform.StateStarted && len(m.Checks) > 0 && !j.appProbe {
+			// No address of its own (Fly): the platform's own checks of the
+			// machine are its health.
+			ml.Probe = checksProbe(m)
 		}
 		l.Machines = append(l.Machines, ml)
 	}
@@ -121,4 +126,21 @@ func classify(err error) ErrKind {
 	default:
 		return ErrKindOther
 	}
+}
+
+// checksProbe turns the platform's own checks of m into a probe: OK when
+// every check passes.
+func checksProbe(m platform.Machine) Probe {
+	p := Probe{Ran: true, OK: true, Target: "the platform's checks of machine " + m.ID}
+	for _, c := range m.Checks {
+		if c.Status != "passing" {
+			p.OK = false
+			p.Error = fmt.Sprintf("check %s %s", c.Name, c.Status)
+			if c.Output != "" {
+				p.Error += ": " + c.Output
+			}
+			break
+		}
+	}
+	return p
 }

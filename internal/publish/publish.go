@@ -204,9 +204,15 @@ func (g *Gate) Publish(ctx context.Context, req Request) (Result, error) {
 		if n == 0 {
 			n = req.Machines
 		}
+		create := g.p.Create
+		if uc, ok := g.p.(platform.UnroutedCreator); ok {
+			// The platform's own proxy would route to a new machine at
+			// once: create it unrouted; the switch registers it.
+			create = uc.CreateUnrouted
+		}
 		for i := 0; i < n; i++ {
 			cctx, cancel := g.callCtx(ctx)
-			m, err := g.p.Create(cctx, app, cfg)
+			m, err := create(cctx, app, cfg)
 			cancel()
 			if err != nil {
 				if ctx.Err() != nil {

@@ -53,9 +53,6 @@ func (g *Gate) register(ctx context.Context, ms []platform.Machine) error {
 		if st.Registered && !st.Draining {
 			continue
 		}
-		if m.Address == "" {
-			return fmt.Errorf("%w: machine %s has no address to route to", ErrRouter, m.ID)
-		}
 		if err := g.router.Register(ctx, m.ID, m.Address); err != nil {
 			return fmt.Errorf("%w: register %s: %v", ErrRouter, m.ID, err)
 		}

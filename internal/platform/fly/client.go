@@ -478,6 +478,53 @@ func toMap(v any) (map[string]any, error) {
 	return m, json.Unmarshal(b, &m)
 }
 
+// CreateUnrouted implements platform.UnroutedCreator: POST
+// /v1/apps/{app}/machines with skip_service_registration, so Fly Proxy does
+// not route to the machine until Uncordon registers it.
+func (c *Client) CreateUnrouted(ctx context.Context, app string, cfg platform.Config) (platform.Machine, error) {
+	if err := cfg.Validate(); err != nil {
+		return platform.Machine{}, err
+	}
+	raw, err := toMap(configFromPlatform(cfg))
+	if err != nil {
+		return platform.Machine{}, err
+	}
+	var m apiMachine
+	if err := c.do(ctx, http.MethodPost, machinesPath(app), nil, createRequest{Config: raw, SkipServiceRegistration: true}, &m); err != nil {
+		return platform.Machine{}, err
+	}
+	return m.toPlatform(app, c.opts.PrivateAddresses), nil
+}
+
+var _ platform.UnroutedCreator = (*Client)(nil)
+
+// Cordon takes the machine out of Fly Proxy's routing (POST .../cordon).
+func (c *Client) Cordon(ctx context.Context, app, id string) error {
+	return c.do(ctx, http.MethodPost, machinesPath(app, id, "cordon"), nil, nil, nil)
+}
+
+// Uncordon registers the machine with Fly Proxy again (POST .../uncordon),
+// as flyctl's blue-green deploy does once the green machines pass.
+func (c *Client) Uncordon(ctx context.Context, app, id string) error {
+	return c.do(ctx, http.MethodPost, machinesPath(app, id, "uncordon"), nil, nil, nil)
+}
+
+// Routing is what Fly Proxy does with a machine: whether it is cordoned,
+// its state, and whether its checks pass (true when it has none).
+func (c *Client) Routing(ctx context.Context, app, id string) (cordoned bool, state platform.State, checksPass bool, err error) {
+	var m apiMachine
+	if err := c.do(ctx, http.MethodGet, machinesPath(app, id), nil, nil, &m); err != nil {
+		return false, "", false, err
+	}
+	checksPass = true
+	for _, ch := range m.Checks {
+		if !strings.HasPrefix(ch.Name, "bg_deployments_compat") && ch.Status != "passing" {
+			checksPass = false
+		}
+	}
+	return m.Cordoned, platform.State(m.State), checksPass, nil
+}
+
 // Start implements platform.Platform (POST .../start).
 func (c *Client) Start(ctx context.Context, app, id string) error {
 	return c.do(ctx, http.MethodPost, machinesPath(app, id, "start"), nil, nil, nil)

@@ -230,7 +230,7 @@ func (f *fakeFly) json(m *fakeMachine) map[string]any {
 		"image_ref":   map[string]any{"registry": "registry.fly.io", "repository": repo, "tag": tag, "digest": "sha256:abc", "labels": map[string]string{}},
 		"instance_id": f.instanceID(m), "version": f.instanceID(m), "private_ip": "fdaa:0:1:a7b:1::2",
 		"created_at": m.created.Add(f.skew).Format(time.RFC3339), "updated_at": f.clock.Now().Add(f.skew).Format(time.RFC3339),
-		"config": m.config, "events": m.events, "checks": []any{}, "nonce": "", "host_status": "ok", "cordoned": m.cordoned,
+		"config": m.config, "events": m.events, "checks": f.checks(m), "nonce": "", "host_status": "ok", "cordoned": m.cordoned,
 	}
 	if m.hostDown {
 		// fly-go machine_types.go: when host_status isn't "ok" the config
@@ -240,6 +240,16 @@ func (f *fakeFly) json(m *fakeMachine) map[string]any {
 		out["incomplete_config"] = map[string]any{"image": img, "metadata": m.config["metadata"]}
 	}
 	return out
+}
+
+// checks is checks[] (fly-go MachineCheckStatus): the machine's service
+// check passes while it is started and runs an image that serves.
+func (f *fakeFly) checks(m *fakeMachine) []any {
+	status, out := "critical", "connection refused"
+	if m.state == "started" && !f.crashes(m) {
+		status, out = "passing", "200 OK"
+	}
+	return []any{map[string]any{"name": "servicecheck-00-http-8080", "status": status, "output": out}}
 }
 
 func (f *fakeFly) write(w http.ResponseWriter, code int, v any) {

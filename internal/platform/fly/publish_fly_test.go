@@ -347,3 +347,99 @@ func TestGate_OnFly_SleepingMachineUpdatedNotJudged(t *testing.T) {
 		t.Errorf("m2 after the publish: %s on %s; want stopped on good2", m2.State, m2.Config.Image)
 	}
 }
+
+// proxyRouter is the CLI's Fly Proxy router (cmd/mythex flyProxyRouter),
+// here over the test's client: register = uncordon, deregister = cordon.
+type proxyRouter struct {
+	c   *Client
+	app string
+}
+
+func (r proxyRouter) Register(ctx context.Context, id, _ string) error { return r.c.Uncordon(ctx, r.app, id) }
+func (r proxyRouter) Deregister(ctx context.Context, id string) error  { return r.c.Cordon(ctx, r.app, id) }
+func (r proxyRouter) Target(ctx context.Context, id string) (publish.TargetState, error) {
+	cordoned, state, pass, err := r.c.Routing(ctx, r.app, id)
+	if err != nil {
+		return publish.TargetState{}, err
+	}
+	return publish.TargetState{Registered: !cordoned, InRotation: !cordoned && state == platform.StateStarted && pass}, nil
+}
+
+// TestGate_OnFly_BlueGreenUnroutedUntilJudged: blue-green on Fly creates the
+// new machines with skip_service_registration (Fly Proxy does not route to
+// them), judges them by their Fly checks, and only then uncordons them and
+// cordons and stops the old ones; a failing release's machines are never
+// registered and the serving machine is never cordoned.
+func TestGate_OnFly_BlueGreenUnroutedUntilJudged(t *testing.T) {
+	f := newFakeFly(t)
+	store, lockDir := openStore(t), t.TempDir()
+	c := f.client(t, Options{Clock: f.clock})
+	f.paced = c
+	g, err := publish.NewGate(publish.GateConfig{Platform: c, Store: store, Checker: appChecker{f}, Clock: f.clock, LockDir: lockDir,
+		Router: proxyRouter{c, "api"}, Options: publish.Options{Window: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(image string) publish.Result {
+		t.Helper()
+		var res publish.Result
+		var perr error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			r := flyReq(image, platform.RestartAlways, 0)
+			r.Strategy = publish.StrategyBlueGreen
+			res, perr = g.Publish(context.Background(), r)
+		}()
+		for {
+			select {
+			case <-done:
+				if perr != nil {
+					t.Fatalf("Publish(%s): %v", image, perr)
+				}
+				return res
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			_ = f.clock.BlockUntilContext(ctx, 1)
+			cancel()
+			f.clock.Advance(100 * time.Millisecond)
+		}
+	}
+	good := run("registry.fly.io/api:good")
+	if good.Verdict.Status != publish.StatusLive {
+		t.Fatalf("good = %+v", good.Verdict)
+	}
+	serving := good.Release.Machines[0]
+	bad := run("registry.fly.io/api:crash")
+	if bad.Verdict.Status != publish.StatusFailed {
+		t.Fatalf("crash = %+v", bad.Verdict)
+	}
+	for i, b := range f.bodies {
+		if cfg, ok := b["config"].(map[string]any); ok && cfg["image"] != nil && len(f.bodies) > i {
+			if skip, _ := b["skip_service_registration"].(bool); !skip {
+				t.Errorf("a blue-green machine was created routed: %v", b)
+			}
+		}
+	}
+	for _, r := range f.Requests() {
+		if strings.Contains(r, "/machines/"+serving+"/cordon") {
+			t.Errorf("the serving machine was cordoned during a failing release: %s", r)
+		}
+		if strings.Contains(r, "/machines/"+bad.Release.Machines[0]+"/uncordon") {
+			t.Errorf("the failing release's machine was registered: %s", r)
+		}
+	}
+	good2 := run("registry.fly.io/api:good2")
+	if good2.Verdict.Status != publish.StatusLive {
+		t.Fatalf("good2 = %+v", good2.Verdict)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if m := f.machines[good2.Release.Machines[0]]; m.cordoned {
+		t.Errorf("the new live machine is still cordoned")
+	}
+	if m := f.machines[serving]; !m.cordoned || m.state != "stopped" {
+		t.Errorf("the old machine after the switch: cordoned %v, %s; want cordoned and stopped", m.cordoned, m.state)
+	}
+}

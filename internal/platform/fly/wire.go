@@ -39,6 +39,15 @@ type apiMachine struct {
 	IncompleteConfig *apiConfig  `json:"incomplete_config,omitempty"`
 	HostStatus       string      `json:"host_status,omitempty"`
 	Events           []apiEvent  `json:"events,omitempty"`
+	Checks           []apiCheck  `json:"checks,omitempty"`
+	Cordoned         bool        `json:"cordoned,omitempty"`
+}
+
+// apiCheck is one entry of checks[] (fly-go MachineCheckStatus).
+type apiCheck struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Output string `json:"output,omitempty"`
 }
 
 // Process groups flyctl reserves for machines that are not the app's own
@@ -198,6 +207,13 @@ func (m apiMachine) toPlatform(app string, withAddress bool) platform.Machine {
 	}
 	for _, e := range m.Events {
 		out.Events = append(out.Events, e.toPlatform())
+	}
+	for _, c := range m.Checks {
+		// flaps inserts bg_deployments_compat checks for old flyctl
+		// versions (fly-go RemoveCompatChecks): not the app's.
+		if !strings.HasPrefix(c.Name, "bg_deployments_compat") {
+			out.Checks = append(out.Checks, platform.Check{Name: c.Name, Status: c.Status, Output: c.Output})
+		}
 	}
 	// The newest exit event carries the restart count of the instance.
 	for _, e := range out.Events {
