@@ -44,6 +44,10 @@ type fakeFly struct {
 	// (the API rate-limited while the deploy polls).
 	stormAfterUpdate, storm bool
 	stall                   time.Duration // every request waits this long (real time) first
+	// slowAnswer: a request of this kind is carried out at once but
+	// answered only after the delay (real time) — a call that outlives the
+	// caller's timeout although the platform did the work.
+	slowAnswer map[string]time.Duration
 	// limits: enforce the documented rate limits with 429 (Machines API
 	// docs, "Rate limits": 1 req/s per action per machine, burst 3; reads
 	// 5 req/s, burst 10).
@@ -304,6 +308,28 @@ func (f *fakeFly) addMachine(group string) string {
 }
 
 func (f *fakeFly) serve(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	delay := f.slowAnswer[kind(r.Method, r.URL.Path)]
+	f.mu.Unlock()
+	if delay <= 0 {
+		f.serveNow(w, r)
+		return
+	}
+	rec := httptest.NewRecorder()
+	f.serveNow(rec, r)
+	select {
+	case <-time.After(delay):
+	case <-r.Context().Done():
+		return
+	}
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(rec.Body.Bytes())
+}
+
+func (f *fakeFly) serveNow(w http.ResponseWriter, r *http.Request) {
 	if f.stall > 0 {
 		select {
 		case <-time.After(f.stall):

@@ -443,3 +443,81 @@ func TestGate_OnFly_BlueGreenUnroutedUntilJudged(t *testing.T) {
 		t.Errorf("the old machine after the switch: cordoned %v, %s; want cordoned and stopped", m.cordoned, m.state)
 	}
 }
+
+// TestGate_OnFly_SlowUpdateAnswerIsNotAFailure: the update is done but its
+// answer comes after the 1 s call timeout: judged by what the machine runs —
+// live, nothing rolled back.
+func TestGate_OnFly_SlowUpdateAnswerIsNotAFailure(t *testing.T) {
+	f := newFakeFly(t)
+	store, lockDir := openStore(t), t.TempDir()
+	flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good", platform.RestartAlways, 0))
+	f.mu.Lock()
+	f.slowAnswer = map[string]time.Duration{"POST update": 3 * time.Second}
+	f.mu.Unlock()
+	res, err, _ := flyRun(t, f, store, lockDir, publish.Options{CallTimeout: time.Second}, flyReq("registry.fly.io/api:good2", platform.RestartAlways, 0))
+	if err != nil || res.Verdict.Status != publish.StatusLive || res.Rollback != nil {
+		t.Fatalf("slow update answer: %+v, rollback %+v, %v; want live", res.Verdict, res.Rollback, err)
+	}
+}
+
+// TestGate_OnFly_Health500FailsAfterTheStartPeriod: the app's URL answers
+// 500 from a started machine: failed after the start period and three
+// wrong looks, not at the window's end.
+func TestGate_OnFly_Health500FailsAfterTheStartPeriod(t *testing.T) {
+	f := newFakeFly(t)
+	store, lockDir := openStore(t), t.TempDir()
+	flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good", platform.RestartAlways, 0))
+	began := f.clock.Now()
+	res, err, _ := flyRun(t, f, store, lockDir, publish.Options{Window: 5 * time.Minute}, flyReq("registry.fly.io/api:answers500", platform.RestartAlways, 0))
+	if err != nil || res.Verdict.Status != publish.StatusFailed || !strings.Contains(strings.Join(res.Verdict.Reasons, " "), "HTTP 500") {
+		t.Fatalf("health 500 on Fly: %+v, %v", res.Verdict, err)
+	}
+	if took := f.clock.Since(began) - res.Rollback.Took; took > time.Minute {
+		t.Errorf("verdict after %s, want well under the 5 min window", took)
+	}
+}
+
+// TestGate_OnFly_InterruptRestoresTheLastGoodRelease: the first signal
+// during an in-place publish on Fly restores the last good release.
+func TestGate_OnFly_InterruptRestoresTheLastGoodRelease(t *testing.T) {
+	f := newFakeFly(t)
+	store, lockDir := openStore(t), t.TempDir()
+	good, _, _ := flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good", platform.RestartAlways, 0))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g, err := publish.NewGate(publish.GateConfig{Platform: f.paced, Store: store, Checker: appChecker{f}, Clock: f.clock, LockDir: lockDir,
+		Options: publish.Options{Window: time.Minute}, Observer: func(e publish.Event) {
+			if e.Kind == publish.EventLook {
+				cancel()
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var res publish.Result
+	var perr error
+	go func() {
+		defer close(done)
+		res, perr = g.Publish(ctx, flyReq("registry.fly.io/api:crash", platform.RestartAlways, 0))
+	}()
+	for {
+		select {
+		case <-done:
+		default:
+			bctx, bcancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			_ = f.clock.BlockUntilContext(bctx, 1)
+			bcancel()
+			f.clock.Advance(100 * time.Millisecond)
+			continue
+		}
+		break
+	}
+	if !errors.Is(perr, publish.ErrInterrupted) || res.Release.Status != publish.ReleaseInterrupted {
+		t.Fatalf("interrupted publish on Fly: %v, release %s", perr, res.Release.Status)
+	}
+	m, _ := f.client(t, Options{}).Get(context.Background(), "api", "m1")
+	if m.Release() != good.Release.ID {
+		t.Errorf("m1 runs %s after the interrupt, want %s", m.Release(), good.Release.ID)
+	}
+}
