@@ -355,8 +355,12 @@ type proxyRouter struct {
 	app string
 }
 
-func (r proxyRouter) Register(ctx context.Context, id, _ string) error { return r.c.Uncordon(ctx, r.app, id) }
-func (r proxyRouter) Deregister(ctx context.Context, id string) error  { return r.c.Cordon(ctx, r.app, id) }
+func (r proxyRouter) Register(ctx context.Context, id, _ string) error {
+	return r.c.Uncordon(ctx, r.app, id)
+}
+func (r proxyRouter) Deregister(ctx context.Context, id string) error {
+	return r.c.Cordon(ctx, r.app, id)
+}
 func (r proxyRouter) Target(ctx context.Context, id string) (publish.TargetState, error) {
 	cordoned, state, pass, err := r.c.Routing(ctx, r.app, id)
 	if err != nil {
