@@ -513,7 +513,7 @@ func progressLine(e publish.Event) string {
 			s = fmt.Sprintf("%s (platform: %s)", ms.ID, e.Look.Machines[i].Err)
 		}
 		if ms.CrashesSeen > 0 {
-			s += fmt.Sprintf(", crashed %d× since publish (latest exit %d at %s)", ms.CrashesSeen, ms.LatestExitCode, ms.LatestCrash.UTC().Format("15:04:05.000"))
+			s += fmt.Sprintf(", crashed %d× since publish (latest: %s at %s)", ms.CrashesSeen, ms.LatestExit(), ms.LatestCrash.UTC().Format("15:04:05.000"))
 		}
 		if ms.RestartCount > 0 {
 			s += fmt.Sprintf(", restarts %d", ms.RestartCount)

@@ -244,6 +244,12 @@ type MachineSummary struct {
 	UpFor time.Duration `json:"up_for,omitempty"`
 }
 
+// LatestExit words how the latest crash ended: "exit code 1", "killed by
+// signal 9 (SIGKILL)", "killed by signal 9 (SIGKILL), oom_killed".
+func (s MachineSummary) LatestExit() string {
+	return exitString(s.LatestExitCode, s.LatestSignal, s.LatestOOMKilled)
+}
+
 // Verdict is the judge's decision.
 type Verdict struct {
 	Status Status `json:"status"`

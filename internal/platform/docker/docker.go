@@ -361,8 +361,15 @@ loop:
 			if restarting {
 				restarts++
 			}
+			// Docker reports a process killed by a signal as exit code
+			// 128+signal (137 for SIGKILL, the OOM killer's too): show it as
+			// the signal.
+			sig := 0
+			if code > 128 && code <= 128+64 {
+				sig = code - 128
+			}
 			out = append(out, platform.Event{Type: platform.EventExit, Status: "stopped", Source: "docker", Timestamp: at, RestartCount: restarts,
-				Exit: &platform.Exit{ExitCode: code, OOMKilled: oom, RequestedStop: killed, Restarting: restarting, ExitedAt: at}})
+				Exit: &platform.Exit{ExitCode: code, Signal: sig, OOMKilled: oom, RequestedStop: killed, Restarting: restarting, ExitedAt: at}})
 		}
 	}
 	newest := make([]platform.Event, 0, len(out))
