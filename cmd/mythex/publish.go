@@ -265,12 +265,14 @@ The verdict:
   crash loop      fail when the platform stopped restarting a machine
   latest crash    if a look shows a crash since the publish began, look again;
                   a later latest-crash timestamp (or a grown restart count, or a
-                  new start of the same instance) means it crashed again: fail.
+                  new start of the same instance), or two crashes in one look's
+                  list, closer than --loop-window, means it is still
+                  restarting: fail. Two crashes further apart are a warning.
                   Never counts events: platforms keep only a few per machine.
   health          the app's own HTTP health check must pass; a machine that
                   answers it wrongly (500, 404: not 502/503/504, which say "not
                   ready") --unhealthy-threshold looks in a row after its
-                  --start-period is failed (about 25 s at the defaults)
+                  --start-period is failed (about 20 s at the defaults)
   stable          live only after --stable-for of uptime since the latest crash,
                   counted between our own looks (a skewed platform clock cannot
                   stretch it); crashes are compared with each other and with
@@ -285,9 +287,10 @@ Strategies (--strategy) and what they cost:
              ones; the load balancer routes to them only once the release is
              live. On Fly without --lb-admin, Fly Proxy is the load balancer:
              new machines are created with skip_service_registration, judged by
-             their own Fly checks (configure some), then uncordoned. A failing release never serves a request. Costs: twice the
-             machines while judging, and the previous release's machines are
-             kept stopped for a fast restore.
+             their own Fly checks (configure some), then uncordoned. A failing
+             release never serves a request. Costs: twice the machines while
+             judging, and the previous release's machines are kept stopped for
+             a fast restore.
   inplace    the default without a load balancer. The app's machines are
              updated to the release. No extra machines, but a failing release
              serves users while it is judged and until the rollback completes
