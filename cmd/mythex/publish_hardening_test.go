@@ -16,8 +16,8 @@ import (
 	"github.com/mythex/mythex/internal/platform/fly"
 )
 
-// history reads `publish history --json` for app api.
-func history(t *testing.T, dir string) []historyJSON {
+// releaseHistory reads `publish history --json` for app api.
+func releaseHistory(t *testing.T, dir string) []historyJSON {
 	t.Helper()
 	code, out, errOut := runCLI(t, "publish", "history", "--app", "api", "--state-dir", dir, "--json")
 	if code != 0 {
@@ -77,7 +77,7 @@ func TestPublishCmd_MissingImageIsBadInput(t *testing.T) {
 			t.Errorf("publish --image %s: exit %d, want 2 \"image not found\"\n%s\n%s", img, code, out, errOut)
 		}
 	}
-	if hs := history(t, dir); len(hs) != 1 {
+	if hs := releaseHistory(t, dir); len(hs) != 1 {
 		t.Errorf("releases after refused images: %+v, want v1 only", hs)
 	}
 	ms, err := localClient(t, dir).List(context.Background(), "api")
@@ -99,7 +99,7 @@ func startPublish(t *testing.T, bin, dir, version string, extra ...string) (*exe
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if h, ok := findRelease(history(t, dir), version); ok && len(h.Machines) > 0 {
+		if h, ok := findRelease(releaseHistory(t, dir), version); ok && len(h.Machines) > 0 {
 			return cmd, &out
 		}
 		if time.Now().After(deadline) {
@@ -136,7 +136,7 @@ func TestPublishCmd_FirstSignalRestoresTheLastGoodRelease(t *testing.T) {
 	if code := exitCode(t, cmd); code != exitUnknown || !strings.Contains(out.String(), "interrupted") {
 		t.Fatalf("interrupted publish: exit %d, want 3 saying interrupted\n%s", code, out.String())
 	}
-	hs := history(t, dir)
+	hs := releaseHistory(t, dir)
 	v1, _ := findRelease(hs, "v1")
 	v2, _ := findRelease(hs, "v2")
 	if !v1.Current || v2.Status != "interrupted" {
@@ -169,7 +169,7 @@ func TestPublishCmd_SecondSignalLeavesARepairableState(t *testing.T) {
 	if code, o, e := runCLI(t, append([]string{"publish", "reconcile", "--state-dir", dir}, fast...)...); code == exitUnknown {
 		t.Fatalf("repair: exit %d\n%s\n%s", code, o, e)
 	}
-	v1, _ := findRelease(history(t, dir), "v1")
+	v1, _ := findRelease(releaseHistory(t, dir), "v1")
 	ms, err := localClient(t, dir).List(context.Background(), "api")
 	if !v1.Current || err != nil || len(ms) != 1 || ms[0].Release() != "v1" || !answers(ms[0].Address, "v1") {
 		t.Errorf("after the repair: v1 current %v, machines %+v (%v); want v1 serving\n%s", v1.Current, ms, err, out.String())
