@@ -9,6 +9,7 @@ require (
 	github.com/docker/docker v28.5.2+incompatible
 	github.com/docker/go-connections v0.4.0
 	github.com/gofrs/flock v0.13.2
+	github.com/haproxytech/config-parser/v5 v5.1.6
 	github.com/jonboulle/clockwork v0.5.0
 	github.com/mattn/go-isatty v0.0.24
 	github.com/prometheus/client_golang v1.25.0
@@ -37,7 +38,6 @@ require (
 	github.com/go-viper/mapstructure/v2 v2.4.0 // indirect
 	github.com/google/renameio v1.0.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect
-	github.com/haproxytech/config-parser/v5 v5.1.6 // indirect
 	github.com/haproxytech/go-logger v1.1.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
