@@ -1,0 +1,93 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mythex/mythex/internal/deploy"
+	"github.com/mythex/mythex/internal/fleet"
+)
+
+func needHAProxy(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("haproxy"); err != nil {
+		t.Skip("haproxy is not installed (Debian: apt-get install haproxy; .ci/run installs it as root)")
+	}
+}
+
+func TestHAProxy_DeployUnderLoadDropsNothing(t *testing.T) {
+	needHAProxy(t)
+	bin := mythexBin(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 3, Rate: 100, Deploys: 1, Exe: bin, Dir: t.TempDir(), LB: LBHAProxy,
+		Adjust: func(c *fleet.Config) { c.LoadBalancer.HealthCheck.Timeout = testCheckTimeout }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Deploys) != 1 {
+		t.Fatalf("deploys = %d", len(sum.Deploys))
+	}
+	d := sum.Deploys[0]
+	if !d.OK || len(d.Hosts) != 3 {
+		t.Fatalf("deploy behind HAProxy: ok=%v hosts=%d err=%s", d.OK, len(d.Hosts), d.Error)
+	}
+	if sum.ReachedNothing != 0 || sum.AppErrors != 0 {
+		t.Errorf("behind HAProxy: reached nothing %d, app errors %d; want 0 (probe %+v)", sum.ReachedNothing, sum.AppErrors, d.Probe)
+	}
+	if d.Probe.Requests < 100 {
+		t.Errorf("only %d requests were sent", d.Probe.Requests)
+	}
+	last := d.Versions[len(d.Versions)-1]
+	if strings.Join(last.Versions, ",") != "v2" {
+		t.Errorf("at the end the fleet answers %v, want v2 only (spans %+v)", last.Versions, d.Versions)
+	}
+}
+
+func TestHAProxy_FailingReleaseRolledBack(t *testing.T) {
+	needHAProxy(t)
+	bin := mythexBin(t)
+	cfg, err := ProfileConfig(ProfileAfter, testScale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: 3, Exe: bin, Dir: t.TempDir(), LB: LBHAProxy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Close(); err != nil {
+			t.Errorf("close fleet: %v", err)
+		}
+	})
+	if _, err := f.Deploy(ctx, "v1", nil, nil); err != nil {
+		t.Fatalf("first rollout behind HAProxy: %v\n%s", err, f.LogTail("web-1", 3000))
+	}
+	stop := load(t, f, 100)
+	_, err = f.Deploy(ctx, "v2", map[string]string{"CRASH_ON_START": "100ms"}, nil)
+	rep := stop()
+	var se *deploy.StepError
+	if !errors.As(err, &se) || se.Host != "web-1" || se.Phase != deploy.PhaseStart || !se.RolledBack {
+		t.Fatalf("err = %v, want web-1 failing at start, rolled back", err)
+	}
+	for i := range 3 {
+		if v := versionOf(t, f.Agent(i)); v != "v1" {
+			t.Errorf("web-%d is on %q, want v1", i+1, v)
+		}
+	}
+	if rep.ReachedNothing != 0 {
+		t.Errorf("%d requests reached nothing during the failed deploy and its rollback behind HAProxy (%+v)", rep.ReachedNothing, rep.Reasons)
+	}
+	// web-1 is back in HAProxy's rotation: a deploy of a good version goes
+	// through every host afterwards.
+	if _, err := f.Deploy(ctx, "v3", nil, nil); err != nil {
+		t.Fatalf("a good deploy after the rollback: %v", err)
+	}
+}
