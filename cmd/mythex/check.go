@@ -19,6 +19,7 @@ func newCheckCmd() *cobra.Command {
 	var (
 		file   string
 		asJSON bool
+		live   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "check [-f mythex.yml] [--json]",
@@ -77,13 +78,20 @@ cannot be read or is invalid (the error names file, line and field).`,
 			if err != nil {
 				return fmt.Errorf("write report: %w", err)
 			}
-			if !rep.OK() {
+			liveOK := true
+			if live {
+				if liveOK, err = checkLive(cmd.Context(), out, l, asJSON); err != nil {
+					return withCode(exitBadUse, err)
+				}
+			}
+			if !rep.OK() || !liveOK {
 				return silentExit(exitFailed)
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "mythex.yml", "fleet config to check")
+	cmd.Flags().BoolVar(&live, "live", false, "also read the running HAProxy (kind haproxy) through its Runtime API: servers without `check`, drift of rise/fall/inter/timeout from mythex.yml (with --json: a second JSON document)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verdicts as JSON instead of text")
 	return cmd
 }
