@@ -26,7 +26,7 @@ func TestCheck_LiveHAProxy(t *testing.T) {
 	defer ln.Close()
 	hx, err := local.Start(context.Background(), local.Options{Dir: dir, Listener: ln.(*net.TCPListener), Backend: "app",
 		Servers: []local.Server{{Name: "web-1", Addr: "127.0.0.1:9"}, {Name: "web-2", Addr: "127.0.0.1:9", NoCheck: true}},
-		Inter: time.Second, Fall: 2, Rise: 3, TimeoutCheck: 500 * time.Millisecond, CheckPath: "/healthz"})
+		Inter:   time.Second, Fall: 2, Rise: 3, TimeoutCheck: 500 * time.Millisecond, CheckPath: "/healthz"})
 	if errors.Is(err, local.ErrNotInstalled) {
 		t.Skip("haproxy is not installed (Debian: apt-get install haproxy; .ci/run installs it as root)")
 	}

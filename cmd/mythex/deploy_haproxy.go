@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/mythex/mythex/internal/agent"
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/lbport/haproxy/deploylb"
@@ -28,4 +29,16 @@ func deployOptions(ctx context.Context, cfg *fleet.Loaded, version, agentToken, 
 			strings.Join(rep.NoCheck, ", "))
 	}
 	return o, nil
+}
+
+// haproxyRecovery is the agent's lease-expiry recovery behind HAProxy: once
+// the host is back on its last good definition, its server is set ready
+// again through the Runtime API (a deploy that died mid-host left it
+// drained).
+func haproxyRecovery(cfg *fleet.Loaded, h fleet.Host) (agent.Recovery, error) {
+	d, err := deploylb.NewDriver(cfg)
+	if err != nil {
+		return agent.Recovery{}, err
+	}
+	return agent.Recovery{LB: deploylb.LB{Driver: d, Targets: map[string]string{h.Name: h.Target}}, TargetID: h.Name, TargetAddress: h.Target}, nil
 }
