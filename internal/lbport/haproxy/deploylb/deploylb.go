@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/fleet"
@@ -25,7 +26,15 @@ type LB struct {
 	Driver *haproxy.Driver
 	// Targets maps a host's name to its target address.
 	Targets map[string]string
+	// RetryFor bounds how long Register, Deregister and CutSessions retry a
+	// transient failure (the socket refusing while HAProxy reloads).
+	// Default DefaultRetryFor; negative: no retry.
+	RetryFor time.Duration
 }
+
+// DefaultRetryFor is LB.RetryFor's default: longer than an HAProxy reload
+// takes to bring its socket back.
+const DefaultRetryFor = 5 * time.Second
 
 var (
 	_ deploy.LB            = LB{}
@@ -65,17 +74,44 @@ func View(t lbport.Target) deploy.TargetView {
 
 // Register sets the server ready.
 func (l LB) Register(ctx context.Context, id, _ string) error {
-	return l.Driver.Register(ctx, l.ref(id))
+	return l.retry(ctx, func(ctx context.Context) error { return l.Driver.Register(ctx, l.ref(id)) })
 }
 
 // Deregister sets the server to drain.
 func (l LB) Deregister(ctx context.Context, id string) error {
-	return l.Driver.Deregister(ctx, l.ref(id))
+	return l.retry(ctx, func(ctx context.Context) error { return l.Driver.Deregister(ctx, l.ref(id)) })
 }
 
 // CutSessions shuts down the server's sessions.
 func (l LB) CutSessions(ctx context.Context, t lbport.TargetRef) error {
-	return l.Driver.CutSessions(ctx, t)
+	return l.retry(ctx, func(ctx context.Context) error { return l.Driver.CutSessions(ctx, t) })
+}
+
+// retry runs fn until it succeeds, fails for good (lbport.IsTransient false)
+// or RetryFor has passed, backing off from 50ms to 1s. The deploy's polling
+// retries Describe by itself; a state change it sends once, so a reload of
+// HAProxy at that moment must not fail the host.
+func (l LB) retry(ctx context.Context, fn func(context.Context) error) error {
+	bound := l.RetryFor
+	if bound == 0 {
+		bound = DefaultRetryFor
+	}
+	deadline := time.Now().Add(bound)
+	wait := 50 * time.Millisecond
+	for {
+		err := fn(ctx)
+		if err == nil || !lbport.IsTransient(err) || !time.Now().Add(wait).Before(deadline) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 func (l LB) ref(id string) lbport.TargetRef { return lbport.TargetRef{ID: id, Address: l.Targets[id]} }

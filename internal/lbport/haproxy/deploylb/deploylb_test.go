@@ -342,3 +342,34 @@ func TestView(t *testing.T) {
 		})
 	}
 }
+
+func TestLB_RetriesOnlyTransientFailures(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := ln.Addr().String()
+	ln.Close()
+	cfg := &fleet.Loaded{Config: fleet.Default()}
+	cfg.LoadBalancer.Kind, cfg.LoadBalancer.Backend = fleet.KindHAProxy, "app"
+	cfg.Hosts = []fleet.Host{{Name: "web-1", Target: "127.0.0.1:1"}}
+
+	cfg.LoadBalancer.RuntimeAPI = "tcp:" + refused
+	d, err := deploylb.NewDriver(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	err = deploylb.LB{Driver: d, RetryFor: 300 * time.Millisecond}.Deregister(context.Background(), "web-1")
+	if !lbport.IsTransient(err) || time.Since(begin) < 100*time.Millisecond {
+		t.Fatalf("a refused socket: %v after %v, want retries within the bound, then the error", err, time.Since(begin))
+	}
+
+	cfg.LoadBalancer.RuntimeAPI = "unix:" + filepath.Join(t.TempDir(), "missing.sock")
+	d, _ = deploylb.NewDriver(cfg)
+	begin = time.Now()
+	err = deploylb.LB{Driver: d, RetryFor: 10 * time.Second}.Deregister(context.Background(), "web-1")
+	if err == nil || lbport.IsTransient(err) || time.Since(begin) > 5*time.Second {
+		t.Fatalf("a missing socket: %v after %v, want a permanent error at once", err, time.Since(begin))
+	}
+}
