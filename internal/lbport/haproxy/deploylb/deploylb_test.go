@@ -35,6 +35,7 @@ type simHost struct {
 	version string
 	pending string
 	running bool
+	drained bool // health flipped: /healthz 503, real requests still served
 	slow    chan struct{} // one value per /slow request that started
 }
 
@@ -43,9 +44,9 @@ func newSimHost(t *testing.T, name, version string) *simHost {
 	h := &simHost{name: name, version: version, running: true, slow: make(chan struct{}, 64)}
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
-		running, v := h.running, h.version
+		running, v, drained := h.running, h.version, h.drained
 		h.mu.Unlock()
-		if !running {
+		if !running || (drained && r.URL.Path == "/healthz") {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
@@ -84,7 +85,12 @@ func (h *simHost) Publish(_ context.Context, _ string, def []byte) (agentapi.Pub
 	h.pending = string(def)
 	return agentapi.PublishReport{Current: agentapi.DefinitionRef{Version: h.pending, Hash: "h-" + h.pending}, Changed: true}, nil
 }
-func (h *simHost) Drain(context.Context, string, []string) error { return nil }
+func (h *simHost) Drain(context.Context, string, []string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.drained = true
+	return nil
+}
 func (h *simHost) Stop(context.Context, string) (agentapi.StopReport, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -94,7 +100,7 @@ func (h *simHost) Stop(context.Context, string) (agentapi.StopReport, error) {
 func (h *simHost) Start(context.Context, string) (agentapi.StartReport, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.version, h.running = h.pending, true
+	h.version, h.running, h.drained = h.pending, true, false
 	return agentapi.StartReport{Services: []agentapi.StartResult{{Name: "gateway"}}}, nil
 }
 func (h *simHost) Verify(_ context.Context, _ []string, version string) (agentapi.VerifyReport, error) {
@@ -371,5 +377,35 @@ func TestLB_RetriesOnlyTransientFailures(t *testing.T) {
 	err = deploylb.LB{Driver: d, RetryFor: 10 * time.Second}.Deregister(context.Background(), "web-1")
 	if err == nil || lbport.IsTransient(err) || time.Since(begin) > 5*time.Second {
 		t.Fatalf("a missing socket: %v after %v, want a permanent error at once", err, time.Since(begin))
+	}
+}
+
+// A health-flip drain behind HAProxy: no state change, HAProxy's own checks
+// take the server out (DOWN after fall), and back in after rise.
+func TestDeploy_HealthDrain(t *testing.T) {
+	r := startRig(t, 2, false)
+	r.cfg.Deploy.DrainMode = fleet.DrainModeHealth
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dep, err := deploy.New(r.options(t, "v2", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := dep.Run(ctx)
+	if err != nil {
+		t.Fatalf("deploy: %v", err)
+	}
+	for _, h := range r.hosts {
+		if st, _ := h.Status(ctx); st.Definitions.Current.Version != "v2" {
+			t.Errorf("%s on %s", h.name, st.Definitions.Current.Version)
+		}
+	}
+	// The drain waited for HAProxy's checks: at least (fall − 1) × inter.
+	for _, h := range res.Hosts {
+		for _, p := range h.Phases {
+			if p.Phase == deploy.PhaseDrain && p.Seconds < 0.1 {
+				t.Errorf("%s drained in %.3fs, before HAProxy's checks could see the flip", h.Host, p.Seconds)
+			}
+		}
 	}
 }
