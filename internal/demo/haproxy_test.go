@@ -91,3 +91,63 @@ func TestHAProxy_FailingReleaseRolledBack(t *testing.T) {
 		t.Fatalf("a good deploy after the rollback: %v", err)
 	}
 }
+
+// lb-restart: HAProxy is reloaded (as `systemctl reload haproxy`) right
+// after web-1 was drained. The reload puts every server back to haproxy.cfg's
+// state — web-1 ready again — so with drain_mode both it is HAProxy's health
+// checks, seeing web-1's flipped health endpoint, that take it out before its
+// serve period ends; the deploy then sets it ready and carries on.
+func TestHAProxy_ReloadMidDeploy(t *testing.T) {
+	needHAProxy(t)
+	bin := mythexBin(t)
+	// A wider scale than the other tests: the reload itself takes time out
+	// of the serve period on a loaded machine.
+	cfg, err := ProfileConfig(ProfileAfter, 0.3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Deploy.DrainMode != fleet.DrainModeBoth {
+		t.Fatalf("the after profile drains by %s; this test needs both", cfg.Deploy.DrainMode)
+	}
+	cfg.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: 3, Exe: bin, Dir: t.TempDir(), LB: LBHAProxy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Close(); err != nil {
+			t.Errorf("close fleet: %v", err)
+		}
+	})
+	if _, err := f.Deploy(ctx, "v1", nil, nil); err != nil {
+		t.Fatalf("first rollout: %v", err)
+	}
+	stop := load(t, f, 100)
+	reloaded := false
+	var reloadErr error
+	obs := deploy.ObserverFunc(func(e deploy.Event) {
+		// Observer calls are serial and the deploy waits for them: the
+		// reload is done before web-1's services are told to stop.
+		if e.Host == "web-1" && e.Phase == deploy.PhaseStop && e.Kind == deploy.EventBegin && !reloaded {
+			reloaded, reloadErr = true, f.haproxy.Reload(ctx)
+		}
+	})
+	_, err = f.Deploy(ctx, "v2", nil, obs)
+	rep := stop()
+	if !reloaded || reloadErr != nil {
+		t.Fatalf("reload: happened %v, %v", reloaded, reloadErr)
+	}
+	if err != nil {
+		t.Fatalf("deploy across an HAProxy reload: %v", err)
+	}
+	for i := range 3 {
+		if v := versionOf(t, f.Agent(i)); v != "v2" {
+			t.Errorf("web-%d is on %q, want v2", i+1, v)
+		}
+	}
+	if rep.ReachedNothing != 0 {
+		t.Errorf("%d requests reached nothing across the reload (%+v)", rep.ReachedNothing, rep.Reasons)
+	}
+}

@@ -170,7 +170,10 @@ func Start(ctx context.Context, o Options) (*HAProxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.cmd = exec.Command(bin, "-db", "-f", h.Config)
+	// Master-worker mode, so Reload can do what `systemctl reload haproxy`
+	// does: a new worker with the listeners, the old one finishing its
+	// connections.
+	h.cmd = exec.Command(bin, "-W", "-db", "-f", h.Config)
 	h.cmd.ExtraFiles = []*os.File{lf}
 	h.cmd.Stdout, h.cmd.Stderr = logFile, logFile
 	h.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
@@ -228,6 +231,41 @@ func (h *HAProxy) Stop() {
 	case <-time.After(5 * time.Second):
 		_ = syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
 		<-h.done
+	}
+}
+
+// Reload reloads HAProxy as `systemctl reload haproxy` does (SIGUSR2 to
+// the master): a new worker reads haproxy.cfg again and takes over the
+// listeners, and every server's runtime state (drain, maint) is back to the
+// file's. It returns once the new worker's admin socket answers (at most
+// 10s).
+func (h *HAProxy) Reload(ctx context.Context) error {
+	c := haproxy.NewClient(haproxy.Address{Network: "unix", Addr: h.Socket})
+	before, err := c.Do(ctx, "show info")
+	if err != nil {
+		return fmt.Errorf("reload haproxy: %w", err)
+	}
+	pid := func(info string) string {
+		for _, l := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(l, "Pid: "); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	old := pid(before)
+	if err := h.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
+		return fmt.Errorf("reload haproxy: %w", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if info, err := c.Do(ctx, "show info"); err == nil && pid(info) != old {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("reload haproxy: no new worker within 10s; %s", h.LogTail())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
