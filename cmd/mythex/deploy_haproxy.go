@@ -34,8 +34,11 @@ func deployOptions(ctx context.Context, cfg *fleet.Loaded, version, agentToken, 
 // haproxyRecovery is the agent's lease-expiry recovery behind HAProxy: once
 // the host is back on its last good definition, its server is set ready
 // again through the Runtime API (a deploy that died mid-host left it
-// drained).
+// drained). Without load_balancer.runtime_api there is none.
 func haproxyRecovery(cfg *fleet.Loaded, h fleet.Host) (agent.Recovery, error) {
+	if cfg.LoadBalancer.RuntimeAPI == "" {
+		return agent.Recovery{}, nil
+	}
 	d, err := deploylb.NewDriver(cfg)
 	if err != nil {
 		return agent.Recovery{}, err

@@ -19,8 +19,10 @@ func (h Host) ServerName() string {
 	return h.Name
 }
 
-// validateHAProxy checks the fields of kind haproxy: the Runtime API address,
-// the backend, each host's server name. For other kinds they must be unset.
+// validateHAProxy checks the fields of kind haproxy when set: the Runtime
+// API address, the backend, each host's server name. They are required only
+// by what drives HAProxy (deploy, check --live), which says so; `mythex
+// check` of the timing needs none. For other kinds they must be unset.
 func (c *Config) validateHAProxy(p *problems) {
 	lb := &c.LoadBalancer
 	if lb.Kind != KindHAProxy {
@@ -38,7 +40,6 @@ func (c *Config) validateHAProxy(p *problems) {
 	}
 	switch network, rest, _ := strings.Cut(lb.RuntimeAPI, ":"); {
 	case lb.RuntimeAPI == "":
-		p.add("load_balancer.runtime_api", "is required for kind haproxy: the admin stats socket, e.g. unix:/run/haproxy/admin.sock (haproxy.cfg: `stats socket /run/haproxy/admin.sock mode 600 level admin`) or tcp:127.0.0.1:9999")
 	case network == "unix":
 		if !strings.HasPrefix(rest, "/") {
 			p.add("load_balancer.runtime_api", "%q: a unix socket needs an absolute path, like unix:/run/haproxy/admin.sock", lb.RuntimeAPI)
@@ -50,7 +51,7 @@ func (c *Config) validateHAProxy(p *problems) {
 	default:
 		p.add("load_balancer.runtime_api", "%q: want unix:/path/to/admin.sock or tcp:host:port", lb.RuntimeAPI)
 	}
-	if !haproxyNameRE.MatchString(lb.Backend) {
+	if lb.Backend != "" && !haproxyNameRE.MatchString(lb.Backend) {
 		p.add("load_balancer.backend", "%q: name the HAProxy backend whose servers are the hosts (letters, digits, '-', '_', '.', ':'), as on its `backend` line in haproxy.cfg", lb.Backend)
 	}
 	servers := map[string]int{}

@@ -27,12 +27,14 @@ func TestParse_HAProxy(t *testing.T) {
 		t.Fatalf("round trip: %v %+v", err, back)
 	}
 
+	// check of the timing needs neither the Runtime API nor the backend.
+	if _, err := Parse("m.yml", []byte(strings.Replace(minimal, "load_balancer:\n", "load_balancer:\n  kind: haproxy\n", 1))); err != nil {
+		t.Fatalf("kind haproxy without runtime_api and backend: %v", err)
+	}
 	cases := []struct{ name, yaml, field, msg string }{
-		{"no runtime api", strings.Replace(hx, "  runtime_api: unix:/run/haproxy/admin.sock\n", "", 1), "load_balancer.runtime_api", "level admin"},
 		{"relative socket", strings.Replace(hx, "unix:/run", "unix:run", 1), "load_balancer.runtime_api", "absolute path"},
 		{"tcp without port", strings.Replace(hx, "unix:/run/haproxy/admin.sock", "tcp:127.0.0.1", 1), "load_balancer.runtime_api", "tcp:host:port"},
 		{"other scheme", strings.Replace(hx, "unix:/run/haproxy/admin.sock", "http://127.0.0.1:9999", 1), "load_balancer.runtime_api", "want unix:"},
-		{"no backend", strings.Replace(hx, "  backend: app\n", "", 1), "load_balancer.backend", "name the HAProxy backend"},
 		{"backend smuggling a command", strings.Replace(hx, "backend: app", `backend: "app; shutdown sessions server app/web-1"`, 1), "load_balancer.backend", "letters, digits"},
 		{"bad server name", hx + "hosts:\n  - {name: web-1, target: 127.0.0.1:1, server: 'a b'}\n", "hosts[0].server", "not an HAProxy server name"},
 		{"duplicate server", hx + "hosts:\n  - {name: web-1, target: 127.0.0.1:1}\n  - {name: web-2, target: 127.0.0.1:2, server: web-1}\n", "hosts[1].server", "also hosts[0]"},

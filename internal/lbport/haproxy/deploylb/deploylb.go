@@ -122,6 +122,14 @@ func (l LB) ref(id string) lbport.TargetRef { return lbport.TargetRef{ID: id, Ad
 // load_balancer.config_file (relative to mythex.yml) when set.
 func NewDriver(cfg *fleet.Loaded) (*haproxy.Driver, error) {
 	lb := cfg.LoadBalancer
+	if lb.RuntimeAPI == "" {
+		return nil, &fleet.FieldError{File: cfg.Path, Field: "load_balancer.runtime_api",
+			Msg: "is required to drive HAProxy: the admin stats socket, e.g. unix:/run/haproxy/admin.sock (haproxy.cfg: `stats socket /run/haproxy/admin.sock mode 600 level admin`) or tcp:127.0.0.1:9999"}
+	}
+	if lb.Backend == "" {
+		return nil, &fleet.FieldError{File: cfg.Path, Field: "load_balancer.backend",
+			Msg: "is required to drive HAProxy: the backend whose servers are the hosts, as on its `backend` line in haproxy.cfg"}
+	}
 	addr, err := haproxy.ParseAddress(lb.RuntimeAPI)
 	if err != nil {
 		return nil, &fleet.FieldError{File: cfg.Path, Field: "load_balancer.runtime_api", Msg: err.Error()}

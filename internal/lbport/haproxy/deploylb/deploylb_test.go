@@ -409,3 +409,18 @@ func TestDeploy_HealthDrain(t *testing.T) {
 		}
 	}
 }
+
+func TestNewDriver_RequiresRuntimeAPIAndBackend(t *testing.T) {
+	for _, tc := range []struct{ api, backend, field string }{
+		{"", "app", "load_balancer.runtime_api"},
+		{"unix:/run/haproxy/admin.sock", "", "load_balancer.backend"},
+	} {
+		cfg := &fleet.Loaded{Path: "m.yml", Config: fleet.Default()}
+		cfg.LoadBalancer.Kind, cfg.LoadBalancer.RuntimeAPI, cfg.LoadBalancer.Backend = fleet.KindHAProxy, tc.api, tc.backend
+		_, err := deploylb.NewDriver(cfg)
+		var fe *fleet.FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field || !errors.Is(err, fleet.ErrInvalid) {
+			t.Fatalf("%+v: %v, want a FieldError on %s", tc, err, tc.field)
+		}
+	}
+}
