@@ -9,6 +9,7 @@ import (
 	"github.com/mythex/mythex/internal/agent"
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/lbport/haproxy/deploylb"
 )
 
@@ -44,4 +45,13 @@ func haproxyRecovery(cfg *fleet.Loaded, h fleet.Host) (agent.Recovery, error) {
 		return agent.Recovery{}, err
 	}
 	return agent.Recovery{LB: deploylb.LB{Driver: d, Targets: map[string]string{h.Name: h.Target}}, TargetID: h.Name, TargetAddress: h.Target}, nil
+}
+
+// haproxyStatusDriver is the driver `mythex status` reads HAProxy through.
+func haproxyStatusDriver(cfg *fleet.Loaded) (lbport.Driver, error) {
+	d, err := deploylb.NewDriver(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mythex/mythex/internal/fleet"
 )
 
 // A fleet behind HAProxy whose Runtime API socket is missing: deploy exits 2
@@ -34,5 +36,19 @@ hosts:
 	}
 	if !strings.Contains(stderr, "stats socket") || !strings.Contains(stderr, "level admin") {
 		t.Fatalf("the error does not say the fix: %s", stderr)
+	}
+}
+
+func TestStatusLB_HAProxy(t *testing.T) {
+	cfg := &fleet.Loaded{Config: fleet.Default()}
+	cfg.LoadBalancer.Kind = fleet.KindHAProxy
+	d, err := statusLB(cfg, statusFlags{})
+	if err != nil || d != nil {
+		t.Fatalf("without runtime_api: %v %v, want no LB column", d, err)
+	}
+	cfg.LoadBalancer.RuntimeAPI, cfg.LoadBalancer.Backend = "unix:/run/haproxy/admin.sock", "app"
+	d, err = statusLB(cfg, statusFlags{})
+	if err != nil || d == nil || d.Kind() != "haproxy" {
+		t.Fatalf("%v %v, want the haproxy driver", d, err)
 	}
 }
