@@ -35,7 +35,7 @@ type simHost struct {
 	version string
 	pending string
 	running bool
-	drained bool // health flipped: /healthz 503, real requests still served
+	drained bool          // health flipped: /healthz 503, real requests still served
 	slow    chan struct{} // one value per /slow request that started
 }
 
