@@ -49,6 +49,13 @@ if drains:
     print(f"drain (state drain until scur+qcur = 0): median {statistics.median(drains)*1000:.0f} ms  max {max(drains)*1000:.0f} ms")
 if healthy:
     print(f"healthy (state ready until UP after rise checks): median {statistics.median(healthy):.2f}s  max {max(healthy):.2f}s")
+reasons = {}
+for d in s["deploys"]:
+    for r in d["probe"].get("reasons") or []:
+        if r["class"] == "reached_nothing":
+            reasons[r["what"]] = reasons.get(r["what"], 0) + r["count"]
+if reasons:
+    print("reached nothing by reason: " + ", ".join(f"{w} {n}" for w, n in sorted(reasons.items(), key=lambda x: -x[1])))
 for d in s["deploys"]:
     if not d["ok"]:
         print(f"FAILED {d['from']} -> {d['version']}: {d.get('error', '')}")
