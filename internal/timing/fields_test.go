@@ -29,6 +29,7 @@ func TestNumericFields(t *testing.T) {
 		"watchdog.failures_before_heal",
 		"deploy.batch_size",
 		"deploy.lease_ttl",
+		"deploy.min_healthy_time",
 		"timing.quick_return_max",
 		"timing.margin",
 	}
