@@ -27,9 +27,10 @@ func ForFleet(ctx context.Context, cfg *fleet.Loaded, version, agentToken, lbTok
 	o := Options{
 		Config:  &cfg.Config,
 		Version: version,
-		LB:      EmbeddedLB{Client: lb.NewClient("http://"+cfg.LoadBalancer.AdminListen, lbToken, nil)},
-		Front:   &HTTPFront{URL: "http://" + cfg.LoadBalancer.Listen + "/"},
-		Verify:  cfg.Deploy.Verify,
+		LB: EmbeddedLB{Client: lb.NewClient("http://"+cfg.LoadBalancer.AdminListen, lbToken, nil),
+			HealthyThreshold: cfg.LoadBalancer.HealthCheck.HealthyThreshold},
+		Front:  &HTTPFront{URL: "http://" + cfg.LoadBalancer.Listen + "/"},
+		Verify: cfg.Deploy.Verify,
 	}
 	for i, h := range cfg.Hosts {
 		if h.Agent == "" {
