@@ -74,6 +74,10 @@ type Host struct {
 	Agent Agent
 	// Definition is the canonical JSON of the definition to publish to this host.
 	Definition []byte
+	// Local is true when the agent runs on this machine (a loopback
+	// address): the preflight then checks the host's executables, images
+	// and ports itself before anything changes.
+	Local bool
 }
 
 // Options configure one deploy.
@@ -108,6 +112,10 @@ type Options struct {
 	// transiently (refused, reset, unavailable), counted from its first
 	// failure. Default 10s, or 3 health check intervals if longer.
 	RetryFor time.Duration
+	// ImageExists, when set, says whether the local Docker engine has an
+	// image (nil error) — the preflight asks it for every service of a
+	// local host on the Docker runtime.
+	ImageExists func(ctx context.Context, image string) error
 	// AllowDowntime lets a batch take every host out of rotation at once (a
 	// single host, or batch_size ≥ hosts). Without it New refuses such a
 	// deploy: the load balancer would have no target for a whole batch.
@@ -366,7 +374,8 @@ func (st *hostState) releaseLease(ctx context.Context) {
 // returns each host's state with its current version.
 func (d *Deployer) preflight(ctx context.Context) ([]*hostState, error) {
 	var states []*hostState
-	var probs []string
+	var probs, bad []string
+	ports := map[string]string{}
 	// A short bound: an LB or agent that is down now fails fast, yet one
 	// refused connection does not.
 	pctx, cancel := context.WithTimeout(ctx, min(d.o.RetryFor, 5*time.Second))
@@ -382,11 +391,17 @@ func (d *Deployer) preflight(ctx context.Context) ([]*hostState, error) {
 		if c := s.Definitions.Current; c != nil {
 			st.prevVersion, st.prevHash = c.Version, c.Hash
 		}
+		if h.Local {
+			bad = append(bad, localProblems(pctx, h, s.Runtime, d.o.ImageExists, ports)...)
+		}
 		if _, err := call(d, pctx, h.Name, PhaseLease, "load balancer target", func(ctx context.Context) (TargetView, error) {
 			return d.o.LB.Target(ctx, h.Name)
 		}); err != nil {
 			probs = append(probs, fmt.Sprintf("load balancer (target %s): %v", h.Name, err))
 		}
+	}
+	if len(bad) > 0 {
+		return nil, fmt.Errorf("%w, nothing was changed: %w: %s", ErrPreflight, fleet.ErrInvalid, strings.Join(bad, "; "))
 	}
 	if len(probs) > 0 {
 		return nil, fmt.Errorf("%w, nothing was changed: %s", ErrPreflight, strings.Join(probs, "; "))
