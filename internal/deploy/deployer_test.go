@@ -378,11 +378,11 @@ func TestNew_Preflight(t *testing.T) {
 }
 
 func TestBound_MarshalJSON(t *testing.T) {
-	b, err := json.Marshal(Bound{Stop: 1500 * time.Millisecond, Healthy: 500 * time.Millisecond})
+	b, err := json.Marshal(Bound{Stop: 1500 * time.Millisecond, Healthy: 500 * time.Millisecond, Verify: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"drain_seconds":0,"stop_seconds":1.5,"start_seconds":0,"healthy_seconds":0.5,"total_seconds":2}`
+	want := `{"drain_seconds":0,"stop_seconds":1.5,"start_seconds":0,"healthy_seconds":0.5,"verify_seconds":1,"total_seconds":3}`
 	if string(b) != want {
 		t.Errorf("json = %s, want %s", b, want)
 	}
@@ -398,9 +398,10 @@ func TestLowerBound(t *testing.T) {
 		mode string
 		want Bound
 	}{
-		{fleet.DrainModeBoth, Bound{Stop: 15 * time.Second}},
-		{fleet.DrainModeDeregister, Bound{Stop: 15 * time.Second}},
-		{fleet.DrainModeHealth, Bound{Drain: 5 * time.Second, Stop: 10 * time.Second, Healthy: 5 * time.Second}},
+		// min_healthy_time (default 10s) lengthens every host's deploy.
+		{fleet.DrainModeBoth, Bound{Stop: 15 * time.Second, Verify: 10 * time.Second}},
+		{fleet.DrainModeDeregister, Bound{Stop: 15 * time.Second, Verify: 10 * time.Second}},
+		{fleet.DrainModeHealth, Bound{Drain: 5 * time.Second, Stop: 10 * time.Second, Healthy: 5 * time.Second, Verify: 10 * time.Second}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.mode, func(t *testing.T) {
