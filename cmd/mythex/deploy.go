@@ -207,8 +207,8 @@ func printDeploySummary(w io.Writer, res deploy.Result, err error) {
 		fmt.Fprintf(w, "%-10s %-8s %8.2fs %8.2fs %6s  %s\n", h.Host, result, h.Seconds, h.BoundSeconds, ratio, strings.Join(ph, ", "))
 	}
 	b := res.Bound
-	fmt.Fprintf(w, "bound per host = drain %.2fs + stop %.2fs + start %.2fs + healthy %.2fs: the least any deploy of these numbers can take (%s)\n",
-		b.Drain.Seconds(), b.Stop.Seconds(), b.Start.Seconds(), b.Healthy.Seconds(), b.Explain())
+	fmt.Fprintf(w, "bound per host = drain %.2fs + stop %.2fs + start %.2fs + healthy %.2fs + verify %.2fs: the least any deploy of these numbers can take (%s)\n",
+		b.Drain.Seconds(), b.Stop.Seconds(), b.Start.Seconds(), b.Healthy.Seconds(), b.Verify.Seconds(), b.Explain())
 	if err == nil {
 		fmt.Fprintf(w, "deployed %s to %d hosts in %.2fs, verified on every host\n", res.Version, len(res.Hosts), res.Seconds)
 	} else if len(res.RolledBack) > 0 {

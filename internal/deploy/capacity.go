@@ -43,11 +43,15 @@ func (v capacityVerdict) String() string {
 // decideCapacity is the live capacity rule: the targets outside batch that
 // the LB reports healthy and in rotation must number at least required
 // (fleet.CapacityHolds, the arithmetic `mythex check` uses too). A target
-// the LB could not be asked about does not count.
+// the LB could not be asked about does not count. A batch none of whose
+// targets is in service (a first rollout, hosts already out) takes nothing
+// out of rotation, so it may always go.
 func decideCapacity(reads []targetRead, batch []string, required int) capacityVerdict {
 	v := capacityVerdict{Required: required}
+	serving := false
 	for _, r := range reads {
 		if slices.Contains(batch, r.Host) {
+			serving = serving || (r.Err != nil || inService(r.View))
 			continue
 		}
 		switch {
@@ -59,7 +63,7 @@ func decideCapacity(reads []targetRead, batch []string, required int) capacityVe
 			v.Out = append(v.Out, fmt.Sprintf("%s (%s)", r.Host, describe(r.View)))
 		}
 	}
-	v.OK = fleet.CapacityHolds(v.InService, required)
+	v.OK = !serving || fleet.CapacityHolds(v.InService, required)
 	return v
 }
 
