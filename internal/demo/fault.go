@@ -86,9 +86,10 @@ func init() {
 		Expect: "look twice catches the exit on the first host: it is rolled back, the release never reaches a second host, " +
 			"the fleet ends on the old version (exit 1)",
 		Vars: func(cfg *fleet.Config) map[string]string {
-			// After the LB has called it healthy, halfway into the look.
-			hc := cfg.LoadBalancer.HealthCheck
-			return map[string]string{"GATEWAY_CRASH_AFTER": (time.Duration(hc.HealthyThreshold)*hc.Interval + cfg.Deploy.MinHealthyTime/2).String()}
+			// The release: exits 5s after it starts, with Nomad's
+			// 10s min_healthy_time (both scaled) — after it answered its
+			// health checks and the LB called it healthy.
+			return map[string]string{"GATEWAY_CRASH_AFTER": (cfg.Deploy.MinHealthyTime / 2).String()}
 		},
 		Bound: crashDetect,
 	})
