@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mythex/mythex/examples/seed"
@@ -337,13 +338,23 @@ func deployUnderLoad(ctx context.Context, f *Fleet, o Options, from, version str
 	}
 	fmt.Fprintf(out, "\ndeploy %s → %s under %g req/s\n", from, version, o.Rate)
 	r := termui.NewDeployRenderer(out, o.Mode)
-	var obs deploy.Observer = r
-	if fault != nil && fault.During != nil {
-		obs = deploy.ObserverFunc(func(e deploy.Event) {
-			r.Event(e)
+	// Which hosts the new version was started on, from the events (a
+	// killed deployer leaves no result).
+	var reachedMu sync.Mutex
+	var reachedHosts []string
+	obs := deploy.ObserverFunc(func(e deploy.Event) {
+		r.Event(e)
+		if e.Phase == deploy.PhaseStart && e.Kind == deploy.EventBegin {
+			reachedMu.Lock()
+			if !slices.Contains(reachedHosts, e.Host) {
+				reachedHosts = append(reachedHosts, e.Host)
+			}
+			reachedMu.Unlock()
+		}
+		if fault != nil && fault.During != nil {
 			fault.During(ctx, f, e)
-		})
-	}
+		}
+	})
 	var res deploy.Result
 	var derr error
 	if fault != nil && fault.Deploy != nil {
@@ -360,7 +371,9 @@ func deployUnderLoad(ctx context.Context, f *Fleet, o Options, from, version str
 		if err != nil {
 			return rep, err
 		}
-		fr.HostsReached = reached(res.Hosts)
+		reachedMu.Lock()
+		fr.HostsReached = slices.Clone(reachedHosts)
+		reachedMu.Unlock()
 		rep.Fault = fr
 	}
 	report := p.Stop()
@@ -377,7 +390,9 @@ func deployUnderLoad(ctx context.Context, f *Fleet, o Options, from, version str
 	if rep.Fault != nil {
 		rep.Fault.ReachedNothing = report.ReachedNothing
 		rep.Fault.ReachedNothingBound = fault.Bound(cfg, o.Rate, len(f.Loaded.Hosts))
-		rep.Fault.RolledBack = !fault.NewVersionWins && rep.Fault.FleetVersionAfter == from
+		// Rolled back: the new version reached hosts, and the fleet ended on
+		// the old one (by the deploy's rollback or the agents' recovery).
+		rep.Fault.RolledBack = len(rep.Fault.HostsReached) > 0 && rep.Fault.FleetVersionAfter == from
 	}
 	rep.Versions = spans(report.Buckets)
 	for _, r := range report.Reasons {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -185,13 +184,3 @@ func FaultHelp() string {
 	return b.String()
 }
 
-// reached names the hosts the new version was started on.
-func reached(hosts []deploy.HostResult) []string {
-	var out []string
-	for _, h := range hosts {
-		if slices.ContainsFunc(h.Phases, func(p deploy.PhaseTime) bool { return p.Phase == deploy.PhaseStart }) {
-			out = append(out, h.Host)
-		}
-	}
-	return out
-}
