@@ -84,6 +84,7 @@ func (d *Deployer) waitCapacity(ctx context.Context, host string, p Phase, batch
 	begin := d.clock.Now()
 	limit := capacityWait(d.o.Config)
 	pr := d.progress(host, p)
+	pr.last = -progressEvery // the first shortfall is said at once
 	for {
 		v := decideCapacity(d.readTargets(ctx), batch, d.required)
 		if v.OK {
