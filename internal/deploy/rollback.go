@@ -119,6 +119,10 @@ func (d *Deployer) restoreSteps(ctx context.Context, st *hostState, batch []stri
 // if it did only the (idempotent) start is repeated.
 func (d *Deployer) agentRollback(ctx context.Context, st *hostState) error {
 	h := st.h
+	done := d.whileWaiting(ctx, h.Name, PhaseRollback, func(ctx context.Context) string {
+		return "waiting for the agent to restore " + st.prevVersion + ": " + d.startingDetail(st)(ctx)
+	})
+	defer done()
 	return d.retry(ctx, h.Name, PhaseRollback, "rollback", func(ctx context.Context) error {
 		s, err := h.Agent.Status(ctx)
 		if err != nil {
