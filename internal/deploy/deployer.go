@@ -283,7 +283,11 @@ func (d *Deployer) Run(ctx context.Context) (res Result, err error) {
 		return res, err
 	}
 	defer release()
-	defer d.releaseHostLeases()
+	// A deploy that lost a lease stops renewing the host leases without
+	// releasing them: they lapse, and each agent's recovery returns its host
+	// to its last good version — the one thing a deploy whose fence is gone
+	// must not do itself.
+	defer func() { d.releaseHostLeases(!errors.Is(err, ErrLeaseLost)) }()
 
 	batch := max(d.o.Config.Deploy.BatchSize, 1)
 	var moved []*hostState
@@ -591,12 +595,21 @@ func (d *Deployer) markGood(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// releaseHostLeases releases the host leases still held (after a failure).
-func (d *Deployer) releaseHostLeases() {
+// releaseHostLeases stops renewing the host leases still held (after a
+// failure) and, with release, releases them; without, they lapse and the
+// agents recover their hosts.
+func (d *Deployer) releaseHostLeases(release bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, st := range d.states {
-		st.releaseLease(ctx)
+		if release {
+			st.releaseLease(ctx)
+			continue
+		}
+		if st.stopKeep != nil {
+			st.stopKeep()
+		}
+		st.lease = nil
 	}
 }
 

@@ -51,6 +51,9 @@ func (d *Deployer) restore(ctx context.Context, st *hostState, batch []string) e
 	if cause := context.Cause(ctx); errors.Is(cause, ErrLeaseLost) {
 		return cause
 	}
+	if err := st.lease.isLost(); err != nil {
+		return err
+	}
 	err := d.phase(rctx, st, PhaseRollback, func(ctx context.Context) (string, error) {
 		return d.restoreSteps(ctx, st, batch)
 	})
