@@ -427,6 +427,9 @@ func judgeFault(ctx context.Context, f *Fleet, o Options, fault *Fault, from, ve
 	if f.RestartErr != nil {
 		return nil, fmt.Errorf("fault %s: %w", fault.Name, f.RestartErr)
 	}
+	if f.RestartTook > 0 {
+		fmt.Fprintf(out, "the load balancer was restarted: its admin API was down for %.2fs\n", f.RestartTook.Seconds())
+	}
 	limit := 4 * healthyWait(cfg)
 	if fault.Settle != nil {
 		limit = fault.Settle(cfg)

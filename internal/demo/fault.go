@@ -128,11 +128,13 @@ func init() {
 	})
 	register(Fault{
 		Name: "lb-restart",
-		What: "the load balancer restarts while web-2 drains: its admin API refuses connections for the restart, its listener is handed over " +
+		What: "the load balancer restarts as web-2 goes back into rotation: its admin API refuses connections for the restart, its listener is handed over " +
 			"(as HAProxy's seamless reload) and its targets are restored",
 		Expect: "calls to the admin API are retried (bounded) and the deploy completes on every host",
 		During: func(ctx context.Context, f *Fleet, e deploy.Event) {
-			if e.Host == f.Loaded.Hosts[min(1, len(f.Loaded.Hosts)-1)].Name && e.Phase == deploy.PhaseDrain && e.Kind == deploy.EventBegin {
+			// While the deployer registers web-2 and polls the LB for its
+			// health: its calls meet the restart.
+			if e.Host == f.Loaded.Hosts[min(1, len(f.Loaded.Hosts)-1)].Name && e.Phase == deploy.PhaseHealthy && e.Kind == deploy.EventBegin {
 				go f.restartLBOnce(ctx)
 			}
 		},
@@ -183,4 +185,3 @@ func FaultHelp() string {
 	}
 	return b.String()
 }
-

@@ -87,8 +87,10 @@ type Fleet struct {
 	// over and no connection is refused.
 	dataLn      net.Listener
 	restartOnce sync.Once
-	// RestartErr is why the lb-restart fault's restart failed, if it did.
-	RestartErr error
+	// RestartErr is why the lb-restart fault's restart failed, if it did;
+	// RestartTook is how long the admin API was down for it.
+	RestartErr  error
+	RestartTook time.Duration
 }
 
 // StartFleet writes the fleet's config, starts the load balancer and one agent
@@ -270,6 +272,8 @@ func (f *Fleet) serveLB(targets []lb.TargetStatus, wait bool) error {
 // targets, serving the same listening socket. Later calls do nothing.
 func (f *Fleet) restartLBOnce(context.Context) {
 	f.restartOnce.Do(func() {
+		begin := time.Now()
+		defer func() { f.RestartTook = time.Since(begin) }()
 		f.lbMu.Lock()
 		old, cancel, done := f.LB, f.lbCancel, f.lbDone
 		f.lbMu.Unlock()
