@@ -122,6 +122,9 @@ func (a *fakeAgent) AcquireLease(_ context.Context, fleet bool, holder string, _
 func (a *fakeAgent) RenewLease(_ context.Context, fleet bool, id string, _ time.Duration) (agentapi.Lease, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.unreachable {
+		return agentapi.Lease{}, fmt.Errorf("%w: connection refused", agentapi.ErrUnreachable)
+	}
 	if !fleet && a.loseLeaseOnce && a.lease == id {
 		a.loseLeaseOnce = false
 		a.lease = ""

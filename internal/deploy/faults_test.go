@@ -273,9 +273,10 @@ func TestDeployer_Run_RetriesARefusedLB(t *testing.T) {
 	}
 }
 
-// A lease expired by the deployer's own clock is refused without asking
-// the agent, and stays lost.
-func TestLease_ConfirmRefusesAnExpiredLease(t *testing.T) {
+// A lease the agent no longer holds is lost for good; one this deployer
+// could not renew for its TTL (the agent unreachable, the deployer frozen)
+// is lost by the deployer's own clock, without the agent's word.
+func TestLease_Confirm(t *testing.T) {
 	clock := clockwork.NewFakeClock()
 	a := newFakeAgent("web-1", "v1", services)
 	l0, err := a.AcquireLease(context.Background(), false, "test", time.Second)
@@ -286,15 +287,35 @@ func TestLease_ConfirmRefusesAnExpiredLease(t *testing.T) {
 	if err := l.confirm(context.Background()); err != nil {
 		t.Fatalf("confirm a live lease: %v", err)
 	}
-	clock.Advance(1500 * time.Millisecond) // frozen past the TTL
+	a.mu.Lock()
+	a.unreachable = true
+	a.mu.Unlock()
+	if err := l.confirm(context.Background()); err == nil || errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("confirm with the agent unreachable, inside the TTL = %v; want a transient error", err)
+	}
+	clock.Advance(1500 * time.Millisecond) // past the TTL, still unrenewed
 	err = l.confirm(context.Background())
-	if !errors.Is(err, ErrLeaseLost) || !strings.Contains(err.Error(), "own clock") && !strings.Contains(err.Error(), "deployer's clock") {
+	if !errors.Is(err, ErrLeaseLost) || !strings.Contains(err.Error(), "deployer's clock") {
 		t.Fatalf("confirm after the TTL = %v, want ErrLeaseLost by the deployer's clock", err)
 	}
-	// The agent still holds it (it has not expired there yet), yet the
-	// deployer does not renew it.
+	a.mu.Lock()
+	a.unreachable = false
+	a.mu.Unlock()
 	if err := l.confirm(context.Background()); !errors.Is(err, ErrLeaseLost) {
-		t.Errorf("second confirm = %v, want still lost", err)
+		t.Errorf("confirm once the agent answers again = %v, want still lost", err)
+	}
+
+	// The agent dropped it (it expired there, its recovery ran).
+	l1, err := a.AcquireLease(context.Background(), true, "test", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := newLease(a, true, "web-1", l1, time.Second, clock.Now(), clock)
+	if err := a.ReleaseLease(context.Background(), true, l1.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := fl.confirm(context.Background()); !errors.Is(err, ErrLeaseLost) || !strings.Contains(err.Error(), "no longer holds") {
+		t.Errorf("confirm of a lease the agent dropped = %v, want ErrLeaseLost", err)
 	}
 }
 

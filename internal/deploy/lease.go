@@ -20,8 +20,8 @@ import (
 var ErrLeaseLost = errors.New("lease lost")
 
 // lease is one lease this deploy holds on one agent, with this deployer's
-// view of when it lapses: the moment a renewal was sent plus the TTL, which
-// is never later than the agent's own expiry.
+// view of when it lapses: the moment the last successful renewal was sent
+// plus the TTL, which is never later than the agent's own expiry.
 type lease struct {
 	agent Agent
 	fleet bool
@@ -46,39 +46,39 @@ func (l *lease) kind() string {
 	return "host lease"
 }
 
-// confirm renews the lease now and returns nil only if it is live by both
-// the agent's answer and this deployer's clock, before and after the call.
-// Every change the deploy makes outside the agent (the LB) is preceded by a
-// confirm: this is the fence. Errors: ErrLeaseLost (for good), or a
-// transient error of the renewal (the lease may still be live).
+// confirm renews the lease now and returns nil only if the agent still
+// holds it and the renewal came back within the TTL by this deployer's
+// clock. Every change the deploy makes outside the agent (the LB) is
+// preceded by a confirm: this is the fence. The agent is the authority on
+// its lease; this deployer's clock decides alone only when the agent cannot
+// be reached: a lease not renewed for its TTL is then lost, whatever the
+// agent may still think. Errors: ErrLeaseLost (for good), or a transient
+// error of the renewal while the lease may still be live.
 func (l *lease) confirm(ctx context.Context) error {
 	l.mu.Lock()
 	if l.lost != nil {
 		defer l.mu.Unlock()
 		return l.lost
 	}
-	sent := l.clock.Now()
-	if !sent.Before(l.until) {
-		l.lost = fmt.Errorf("%w: %s's %s expired by this deployer's clock %v ago without a renewal (was the deploy frozen?)",
-			ErrLeaseLost, l.host, l.kind(), sent.Sub(l.until).Round(time.Millisecond))
-		defer l.mu.Unlock()
-		return l.lost
-	}
 	l.mu.Unlock()
+	sent := l.clock.Now()
 	_, err := l.agent.RenewLease(ctx, l.fleet, l.id, l.ttl)
+	now := l.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.lost != nil {
+	switch {
+	case l.lost != nil:
 		return l.lost
-	}
-	if errors.Is(err, agentapi.ErrNoLease) {
+	case errors.Is(err, agentapi.ErrNoLease):
 		l.lost = fmt.Errorf("%w: %s's agent no longer holds this deploy's %s: %w", ErrLeaseLost, l.host, l.kind(), err)
 		return l.lost
-	}
-	if err != nil {
+	case err != nil && !now.Before(l.until):
+		l.lost = fmt.Errorf("%w: %s's %s expired by this deployer's clock %v ago, unrenewed (was the deploy frozen? last error: %w)",
+			ErrLeaseLost, l.host, l.kind(), now.Sub(l.until).Round(time.Millisecond), err)
+		return l.lost
+	case err != nil:
 		return err
-	}
-	if now := l.clock.Now(); !now.Before(sent.Add(l.ttl)) {
+	case !now.Before(sent.Add(l.ttl)):
 		l.lost = fmt.Errorf("%w: renewing %s's %s took %v, longer than its TTL", ErrLeaseLost, l.host, l.kind(), now.Sub(sent).Round(time.Millisecond))
 		return l.lost
 	}
