@@ -55,11 +55,11 @@ Exit status: 0 when every deploy succeeded and no request reached nothing
 (with --fault: when mythex handled the fault as expected), 1 otherwise, 2
 for bad flags.`,
 		Example: `  go run ./cmd/mythex demo
-  mythex demo --profile before
-  CGO_ENABLED=0 go build -o mythex ./cmd/mythex && ./mythex demo --runtime docker
-  mythex demo --deploys 20 --rate 500 --json | jq '{requests, reached_nothing}'
-  mythex demo --fault late-crash
-  mythex demo --fault lb-restart --json | jq '{fault, rolled_back, fleet_version_after, reached_nothing, reached_nothing_bound}'`,
+  go run ./cmd/mythex demo --profile before
+  go run ./cmd/mythex demo --runtime docker
+  go run ./cmd/mythex demo --deploys 20 --rate 500 --json | jq '{requests, reached_nothing}'
+  go run ./cmd/mythex demo --fault late-crash
+  go run ./cmd/mythex demo --fault lb-restart --json | jq '{fault, rolled_back, fleet_version_after, reached_nothing, reached_nothing_bound}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
@@ -114,7 +114,7 @@ for bad flags.`,
 	fl.Float64Var(&o.Rate, "rate", 200, "load in requests per second during each deploy")
 	fl.IntVar(&o.Deploys, "deploys", 1, "deploys under load (v1 → v2 → v3 …)")
 	fl.BoolVar(&o.Keep, "keep", false, "keep the fleet's directory (config, state, logs) afterwards")
-	fl.StringVar(&o.Runtime, "runtime", demo.RuntimeProcess, "what runs the services: process, or docker (containers on the local Docker engine; needs a CGO_ENABLED=0 mythex)")
+	fl.StringVar(&o.Runtime, "runtime", demo.RuntimeProcess, "what runs the services: process, or docker (containers on the local Docker engine; a static mythex for the image is built from source when this one is not)")
 	fl.StringVar(&o.Fault, "fault", "", "inject one fault into the deploy: "+strings.Join(demo.FaultNames(), ", "))
 	fl.BoolVar(&asJSON, "json", false, `print {"requests", "reached_nothing", "deploys": [...]} as JSON instead of progress`)
 	return cmd

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -99,7 +100,12 @@ nothing was changed.`,
 			// not: output is dropped and the deploy goes on.
 			ctx, stop := signal.NotifyContext(context.WithoutCancel(cmd.Context()), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			hk := newDeployHooks(cfg, f.version, os.Stderr)
+			if err := hk.pre(ctx); err != nil {
+				return withCode(exitBadUse, err)
+			}
 			res, err := runDeploy(ctx, cfg, f, &dropWriter{w: os.Stdout}, os.Stderr)
+			hk.after(ctx, res, err)
 			return deployExit(res, err)
 		},
 	}
@@ -132,6 +138,9 @@ func deployExit(res deploy.Result, err error) error {
 // runDeploy resolves the definition for every host and runs the rolling
 // deploy, writing progress to out and warnings to errOut.
 func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOut io.Writer) (deploy.Result, error) {
+	if err := definition.CheckVersion(f.version); err != nil {
+		return deploy.Result{}, usagef("--version: %v", err)
+	}
 	agentToken, err := auth.LoadToken(f.agentTokenFile, agentTokenEnv)
 	if err != nil {
 		return deploy.Result{}, usagef("agent token: %v", err)
@@ -161,7 +170,12 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 	case isTerminal(unwrapDrop(out)):
 		mode = termui.TTY
 	}
-	r := termui.NewDeployRenderer(out, mode)
+	start := time.Now()
+	if t0, ok := measureStart(start); ok {
+		// Under `mythex measure --`: count seconds from the prober's second 0.
+		start = t0
+	}
+	r := termui.NewDeployRendererAt(out, mode, start)
 	o.Holder, o.Observer, o.AllowDowntime = holder, r, f.allowDowntime
 	if len(f.targetServices) > 0 {
 		o.TargetServices = f.targetServices
