@@ -30,6 +30,7 @@ func TestNumericFields(t *testing.T) {
 		"deploy.batch_size",
 		"deploy.lease_ttl",
 		"deploy.min_healthy_time",
+		"deploy.hooks.timeout",
 		"timing.quick_return_max",
 		"timing.margin",
 	}
