@@ -389,7 +389,7 @@ func deployUnderLoad(ctx context.Context, f *Fleet, o Options, from, version str
 	}
 	if rep.Fault != nil {
 		rep.Fault.ReachedNothing = report.ReachedNothing
-		rep.Fault.ReachedNothingBound = fault.Bound(cfg, o.Rate, len(f.Loaded.Hosts))
+		rep.Fault.ReachedNothingBound = fault.Bound(cfg, o.Rate, len(f.Loaded.Hosts), report.NewConns)
 		// Rolled back: the new version reached hosts, and the fleet ended on
 		// the old one (by the deploy's rollback or the agents' recovery).
 		rep.Fault.RolledBack = len(rep.Fault.HostsReached) > 0 && rep.Fault.FleetVersionAfter == from

@@ -46,8 +46,10 @@ type Fault struct {
 	// (true) or on the old one (false).
 	NewVersionWins bool
 	// Bound is the most requests that may reach nothing at rate req/s on
-	// hosts hosts: the physical cost of the fault, never ours.
-	Bound func(cfg *fleet.Config, rate float64, hosts int) int64
+	// hosts hosts, with conns the connections the load opened (a bound on
+	// those it held open at any moment): the physical cost of the fault,
+	// never ours.
+	Bound func(cfg *fleet.Config, rate float64, hosts int, conns int64) int64
 }
 
 // Faults are the faults `mythex demo --fault` can inject, by name.
@@ -70,13 +72,20 @@ func FaultNames() []string {
 // each up to the timeout, before it stops routing to a dead target
 // (I·U + T); a request is lost to it only if routed to that target, one in
 // hosts.
-func crashDetect(cfg *fleet.Config, rate float64, hosts int) int64 {
+func crashDetect(cfg *fleet.Config, rate float64, hosts int, _ int64) int64 {
 	hc := cfg.LoadBalancer.HealthCheck
 	window := time.Duration(hc.UnhealthyThreshold)*hc.Interval + hc.Timeout
 	return int64(math.Ceil(rate * window.Seconds() / float64(max(hosts, 1))))
 }
 
-func zero(*fleet.Config, float64, int) int64 { return 0 }
+func zero(*fleet.Config, float64, int, int64) int64 { return 0 }
+
+// keepAliveRace is the cost of stopping a load balancer process: it closes
+// its clients' idle keep-alive connections, and a request a client writes
+// onto one at that moment dies with it — at most one per connection the
+// load held open. HTTP clients retry such an idempotent request; the
+// prober counts it.
+func keepAliveRace(_ *fleet.Config, _ float64, _ int, conns int64) int64 { return conns }
 
 func init() {
 	register(Fault{
@@ -140,7 +149,7 @@ func init() {
 		},
 		DeployOK:       true,
 		NewVersionWins: true,
-		Bound:          zero,
+		Bound:          keepAliveRace,
 	})
 }
 

@@ -45,6 +45,12 @@ func TestDemo_Faults(t *testing.T) {
 				Fault: tc.fault,
 				Adjust: func(c *fleet.Config) {
 					c.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
+					// A race-enabled LB on a loaded machine checks late: a
+					// wider drain keeps the overlap (serve period > the LB's
+					// detection) true for recoveries that flip health
+					// without a deregistration (deployer-kill).
+					c.Drain.ServePeriod = 2500 * time.Millisecond
+					c.Backend.StopGracePeriod = 4 * time.Second
 				}})
 			if err != nil {
 				t.Fatal(err)

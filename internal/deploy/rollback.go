@@ -91,9 +91,10 @@ func (d *Deployer) restoreSteps(ctx context.Context, st *hostState, batch []stri
 		if err != nil {
 			return "", err
 		}
-		if t.Registered && t.InRotation {
-			// It serves: the same drain as the deploy's, after the same
-			// capacity check.
+		if t.Registered && t.State != "draining" {
+			// It serves, or may again by itself (an unhealthy target turns
+			// healthy after its checks pass): the same drain as the
+			// deploy's, after the same capacity check.
 			if _, err := d.waitCapacity(ctx, h.Name, PhaseRollback, batch); err != nil {
 				return "", err
 			}
