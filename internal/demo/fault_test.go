@@ -22,17 +22,22 @@ func TestDemo_Faults(t *testing.T) {
 		want string
 		// reached is the hosts the new version may have been started on.
 		reached []string
+		// hosts is the fleet's size; default 2.
+		hosts int
 	}{
 		// The case: a release whose gateway exits after it served
 		// never reaches a second host.
-		{"late-crash", "v1", []string{"web-1"}},
+		{"late-crash", "v1", []string{"web-1"}, 0},
 		// web-2 deregistered by an operator: web-1 is never drained.
-		{"degraded-fleet", "v1", nil},
+		{"degraded-fleet", "v1", nil, 0},
 		// The deployer dies mid-deploy: the agents' lease-expiry recovery
 		// returns every host to v1 and into rotation.
-		{"deployer-kill", "v1", []string{"web-1", "web-2"}},
+		// Three hosts: the two the dead deploy touched recover at once, on
+		// their own (the agents ask the LB for no capacity); web-3 serves
+		// meanwhile.
+		{"deployer-kill", "v1", []string{"web-1", "web-2"}, 3},
 		// The LB restarts while web-2 drains: the deploy completes.
-		{"lb-restart", "v2", []string{"web-1", "web-2"}},
+		{"lb-restart", "v2", []string{"web-1", "web-2"}, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.fault, func(t *testing.T) {
@@ -41,7 +46,7 @@ func TestDemo_Faults(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 2, Rate: 100, Exe: bin, Dir: t.TempDir(),
+			sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: max(tc.hosts, 2), Rate: 100, Exe: bin, Dir: t.TempDir(),
 				Fault: tc.fault,
 				Adjust: func(c *fleet.Config) {
 					c.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
