@@ -335,3 +335,35 @@ func TestDeployer_LBChangesAreFencedByTheLease(t *testing.T) {
 		t.Errorf("err = %v: a host whose lease is gone is the agent's to restore, not a failed rollback", err)
 	}
 }
+
+// A target the LB stops calling healthy for a moment (a slow check on a busy
+// host) restarts the look, as Nomad's min_healthy_time within its
+// healthy_deadline; the host is verified once it stays healthy a whole
+// window.
+func TestDeployer_Run_LookRestartsOnAFlap(t *testing.T) {
+	f := newFixture(2)
+	cfg := testConfig(fleet.DrainModeBoth)
+	cfg.Deploy.MinHealthyTime = 100 * time.Millisecond
+	o := f.options(cfg, "v2")
+	flapped := false
+	o.Observer = ObserverFunc(func(e Event) {
+		f.mu.Lock()
+		f.events = append(f.events, e)
+		f.mu.Unlock()
+		if e.Host == "web-1" && e.Phase == PhaseVerify && e.Kind == EventBegin && !flapped {
+			flapped = true
+			f.lb.mu.Lock()
+			f.lb.targets["web-1"].state, f.lb.targets["web-1"].polls = "unhealthy", 0
+			f.lb.mu.Unlock()
+		}
+	})
+	if _, err := run(t, o); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	restarted := slices.ContainsFunc(f.events, func(e Event) bool {
+		return e.Host == "web-1" && e.Kind == EventProgress && strings.Contains(e.Detail, "starts again")
+	})
+	if !restarted {
+		t.Error("no progress line said the look started again")
+	}
+}

@@ -304,8 +304,15 @@ func (d *Deployer) lookTwice(ctx context.Context, st *hostState, version string,
 	}
 	window := d.o.Config.Deploy.MinHealthyTime
 	agentEvery := min(max(window/8, d.o.Poll), time.Second)
-	begin := d.clock.Now()
-	var lastAgent time.Duration
+	// As Nomad's min_healthy_time within its healthy_deadline: a target the
+	// LB stops calling healthy (a slow check on a busy host) restarts the
+	// window; one that does not stay healthy for a whole window before the
+	// deadline fails. An exit or a restart fails at once.
+	start := d.clock.Now()
+	deadline := start.Add(window + healthyTimeout(d.o.Config))
+	begin := start
+	var lastAgent time.Time
+	wasIn := true
 	pr := d.progress(h.Name, p)
 	for {
 		t, err := call(d, ctx, h.Name, p, "load balancer target", func(ctx context.Context) (TargetView, error) {
@@ -316,10 +323,18 @@ func (d *Deployer) lookTwice(ctx context.Context, st *hostState, version string,
 		}
 		el := d.clock.Since(begin)
 		if !inService(t) {
-			return nil, fmt.Errorf("load balancer reports %s %s after %.1fs of min_healthy_time %v", h.Name, describe(t), el.Seconds(), window)
+			if !d.clock.Now().Before(deadline) {
+				return nil, fmt.Errorf("load balancer reports %s %s: not healthy for min_healthy_time %v within %v",
+					h.Name, describe(t), window, deadline.Sub(start).Round(time.Millisecond))
+			}
+			if wasIn {
+				d.emit(h.Name, p, EventProgress, el, fmt.Sprintf("load balancer reports %s after %.1fs of min_healthy_time %v: the look starts again once it is healthy", describe(t), el.Seconds(), window))
+			}
+			begin, el = d.clock.Now(), 0
 		}
-		if el-lastAgent >= agentEvery || el >= window {
-			lastAgent = el
+		wasIn = inService(t)
+		if now := d.clock.Now(); now.Sub(lastAgent) >= agentEvery || el >= window {
+			lastAgent = now
 			now, err := d.look(ctx, h, p)
 			if err != nil {
 				return nil, err
@@ -328,10 +343,10 @@ func (d *Deployer) lookTwice(ctx context.Context, st *hostState, version string,
 				return nil, fmt.Errorf("did not stay up for min_healthy_time %v: %s", window, strings.Join(ch, "; "))
 			}
 		}
-		if el >= window {
+		if el >= window && inService(t) {
 			break
 		}
-		pr.maybe(el, func() string {
+		pr.maybe(d.clock.Since(start), func() string {
 			return fmt.Sprintf("looking twice: every service up %.1fs of %v, load balancer reports %s", el.Seconds(), window, describe(t))
 		})
 		select {
