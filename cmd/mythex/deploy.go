@@ -186,8 +186,10 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 		r.Close()
 		return deploy.Result{}, err
 	}
+	began := time.Now()
 	res, err := d.Run(ctx)
 	r.Close()
+	recordDeployHistory(ctx, o.Hosts, holder, began, res, err, errOut)
 	switch {
 	case f.asJSON:
 		b, _ := json.Marshal(res)

@@ -214,7 +214,7 @@ func TestProgressLine(t *testing.T) {
 		Look: &publish.Look{N: 3, Machines: []publish.MachineLook{{ID: "m1", Probe: publish.Probe{Ran: true, Error: "connection refused"}}}},
 		Verdict: &publish.Verdict{Status: publish.StatusFailed, Machines: []publish.MachineSummary{{ID: "m1", State: "started", CrashesSeen: 4,
 			LatestExitCode: 1, LatestCrash: at.Add(10200 * time.Millisecond), RestartCount: 4}}}}
-	want := "+ 11.0s  look 3  failed  m1 started, crashed 4× since publish (latest exit 1 at 12:00:10.200), restarts 4, health connection refused"
+	want := "+ 11.0s  look 3  failed  m1 started, crashed 4× since publish (latest: exit code 1 at 12:00:10.200), restarts 4, health connection refused"
 	if got := progressLine(e); got != want {
 		t.Errorf("progressLine =\n%q\nwant\n%q", got, want)
 	}
@@ -277,7 +277,9 @@ func TestPublishCmd_BlueGreen(t *testing.T) {
 	if v := version(t, traffic); v != "v1" {
 		t.Fatalf("the LB serves %q after v1, want v1", v)
 	}
-	prober, err := probe.New(probe.Config{URL: "http://" + traffic + "/", Rate: 50}, probe.Deps{})
+	// A 10 s request timeout: a request a loaded machine starves is not one
+	// the publish dropped (those are refused, reset or LB-marked at once).
+	prober, err := probe.New(probe.Config{URL: "http://" + traffic + "/", Rate: 50, Timeout: 10 * time.Second}, probe.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}

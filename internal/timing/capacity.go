@@ -13,7 +13,8 @@ import (
 // of a batch, however good every timing is. The arithmetic is
 // fleet.Deploy.InService and fleet.CapacityHolds, the same the deploy's live
 // check uses against the LB's own report. With no hosts listed there is
-// nothing to judge; that is marginal, not a pass.
+// nothing to judge: it passes as "not judged" (an orchestrator's replicas are
+// not hosts, and a marginal verdict on every such config would be noise).
 var capacityInvariant = invariant{
 	name:   "capacity",
 	inputs: []string{"deploy.batch_size"},
@@ -31,9 +32,9 @@ func evalCapacity(c *fleet.Config) []clause {
 	}}
 	switch {
 	case n == 0:
-		cl.text = func() string { return "no hosts listed: capacity during a deploy is not judged" }
-		cl.level = Marginal
-		cl.why = func() string { return "list the fleet's hosts to have the deploy's capacity checked" }
+		cl.text = func() string {
+			return "no hosts listed: capacity during a deploy is not judged (list the hosts to have it checked)"
+		}
 	case n == 1:
 		cl.level = Fail
 		cl.why = func() string {
