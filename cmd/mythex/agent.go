@@ -118,7 +118,7 @@ agent bootstrap).`,
 
 func runAgent(ctx context.Context, f agentFlags) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	token, err := auth.LoadToken(f.tokenFile, agentTokenEnv)
+	token, err := auth.LoadAdminToken(f.tokenFile, agentTokenEnv, "--token-file")
 	if err != nil {
 		return usagef("agent API token: %v", err)
 	}

@@ -143,7 +143,7 @@ func TestLBCmd_ServesRegistersAndStops(t *testing.T) {
 	t.Cleanup(backend.Close)
 	listen, admin := freeAddr(t), freeAddr(t)
 	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokenFile, []byte("s3cret-0123456789abcdef\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg := lbConfig(t, strings.TrimPrefix(backend.URL, "http://"), listen, admin, "")
@@ -157,7 +157,7 @@ func TestLBCmd_ServesRegistersAndStops(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
 
-	c := lb.NewClient(admin, "s3cret", nil)
+	c := lb.NewClient(admin, "s3cret-0123456789abcdef", nil)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		st, err := c.Target(ctx, "web-1")
@@ -213,7 +213,7 @@ func TestLBCmd_SIGTERMStopsTheProcessCleanly(t *testing.T) {
 	listen, admin := freeAddr(t), freeAddr(t)
 	cfg := lbConfig(t, strings.TrimPrefix(backend.URL, "http://"), listen, admin, "")
 	cmd := exec.Command(bin, "lb", "-f", cfg)
-	cmd.Env = append(os.Environ(), lbTokenEnv+"=s3cret")
+	cmd.Env = append(os.Environ(), lbTokenEnv+"=s3cret-0123456789abcdef")
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
@@ -227,7 +227,7 @@ func TestLBCmd_SIGTERMStopsTheProcessCleanly(t *testing.T) {
 			<-exited
 		}
 	})
-	c := lb.NewClient(admin, "s3cret", nil)
+	c := lb.NewClient(admin, "s3cret-0123456789abcdef", nil)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		st, err := c.Target(context.Background(), "web-1")
