@@ -21,6 +21,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/definition"
 	"github.com/mythex/mythex/internal/hostlock"
 	"github.com/mythex/mythex/internal/runtime"
@@ -68,6 +69,9 @@ type Config struct {
 	StartTimeout time.Duration
 	// Registry receives the agent's Prometheus metrics. Default: a new one.
 	Registry *prometheus.Registry
+	// BootClock measures how long the agent was gone, for the lease it
+	// resumes after a restart. Default: LinuxBootClock.
+	BootClock BootClock
 	// Watchdog is the policy of the host's watchdog (interval W, failures
 	// before heal K; zero fields take their defaults); nil runs no watchdog.
 	// The watchdog heals crashed services from the current definition and
@@ -90,6 +94,9 @@ type Agent struct {
 	metrics    *metrics
 	// watchdog is nil when the agent runs none.
 	watchdog *watchdog.Watchdog
+
+	recMu        sync.Mutex
+	lastRecovery *agentapi.Recovery
 
 	// opMu serialises the operations that change what runs.
 	opMu sync.Mutex
@@ -139,11 +146,28 @@ func New(cfg Config) (*Agent, error) {
 		ctx:      ctx, cancel: cancel,
 	}
 	a.metrics = newMetrics(cfg.Registry)
-	a.hostLease = &leaseKeeper{clock: a.clock, log: a.log, lock: a.lock, kind: "host", onExpire: a.recover}
-	a.fleetLease = &leaseKeeper{clock: a.clock, log: a.log, kind: "fleet"}
+	if cfg.BootClock == nil {
+		cfg.BootClock = LinuxBootClock{}
+		a.cfg.BootClock = cfg.BootClock
+	}
+	a.hostLease = &leaseKeeper{
+		clock: a.clock, log: a.log, lock: a.lock, kind: "host",
+		onExpire: func(rec leaseRecord) error {
+			return a.recover(rec.Lease, rec.Restore, rec.EndReason, rec.Step)
+		},
+		store:     leaseStoreIn(cfg.StateDir, hostLeaseFile, cfg.BootClock),
+		restoreOf: a.restoreTargetNow,
+	}
+	a.fleetLease = &leaseKeeper{clock: a.clock, log: a.log, kind: "fleet", store: leaseStoreIn(cfg.StateDir, fleetLeaseFile, cfg.BootClock)}
+	// The leases of the agent that ran before come back before the watchdog
+	// starts: a host left half deployed stays locked until it is recovered.
+	if err := a.resumeLeases(); err != nil {
+		cancel()
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	if cfg.Watchdog != nil {
 		w, err := watchdog.New(watchdog.Config{
-			Definitions: store, Runtime: cfg.Runtime, Lock: a.lock, StateDir: cfg.StateDir,
+			Definitions: healable{a}, Runtime: cfg.Runtime, Lock: a.lock, StateDir: cfg.StateDir,
 			Policy: *cfg.Watchdog, Clock: cfg.Clock, Logger: a.log, Registry: cfg.Registry,
 		})
 		if err != nil {
@@ -154,6 +178,29 @@ func New(cfg Config) (*Agent, error) {
 		w.Start()
 	}
 	return a, nil
+}
+
+// resumeLeases picks up the host and fleet leases a previous agent left; a
+// host lease that ran out meanwhile is recovered in the background, with the
+// host lock held from now on.
+func (a *Agent) resumeLeases() error {
+	bootID, since, err := a.cfg.BootClock.Boot()
+	if err != nil {
+		a.log.Warn("no boot clock; a resumed lease is timed on the wall clock", "err", err)
+		bootID, since = "", 0
+	}
+	if _, err := a.fleetLease.resume(bootID, since); err != nil {
+		a.log.Error("fleet lease not resumed", "err", err)
+	}
+	due, err := a.hostLease.resume(bootID, since)
+	if err != nil {
+		return err
+	}
+	if due != nil {
+		rec := *due
+		a.wg.Go(func() { _ = a.hostLease.recoverAndUnlock(rec) })
+	}
+	return nil
 }
 
 // definitionDir is where the definition store lives in a state directory.

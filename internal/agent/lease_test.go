@@ -19,7 +19,13 @@ func newTestKeeper(t *testing.T, onExpire func(Lease)) (*leaseKeeper, *clockwork
 	clock := clockwork.NewFakeClock()
 	return &leaseKeeper{
 		clock: clock, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		lock: hostlock.New(dir), onExpire: onExpire, kind: "host",
+		lock: hostlock.New(dir), kind: "host",
+		onExpire: func(r leaseRecord) error {
+			if onExpire != nil {
+				onExpire(r.Lease)
+			}
+			return nil
+		},
 	}, clock, dir
 }
 

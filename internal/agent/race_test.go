@@ -402,7 +402,9 @@ func (h *raceHost) deploy(ctx context.Context, dying bool) {
 		return
 	}
 	h.pause()
-	if _, err := h.client.Start(ctx, l.ID); err != nil {
+	// Start writes the store too: it records the definition as verified on
+	// this host once every service answers its health check.
+	if err := h.writing("start "+v, func() error { _, err := h.client.Start(ctx, l.ID); return err }); err != nil {
 		// The chaos crashed a service mid-start: roll the host back.
 		_ = h.writing("rollback "+v, func() error { _, err := h.client.Rollback(ctx, l.ID); return err })
 	} else if rep, err := h.client.Verify(ctx, nil, v); err == nil && rep.OK {

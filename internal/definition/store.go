@@ -52,6 +52,18 @@ type Refs struct {
 	Previous string `json:"previous,omitempty"`
 	// LastGood is the hash of the last known good definition.
 	LastGood string `json:"last_good,omitempty"`
+	// Verified is the hash of the last definition that started on this host
+	// with every service running its spec and answering its health check
+	// (MarkVerified). Unlike LastGood it says nothing about the fleet: it
+	// only tells a definition this host has run whole from one a deploy
+	// left half done. Cleared when it is none of the three above.
+	Verified string `json:"verified,omitempty"`
+}
+
+// IsVerified reports whether hash is a definition this host has run whole:
+// its last known good or the last one verified here.
+func (r Refs) IsVerified(hash string) bool {
+	return hash != "" && (hash == r.LastGood || hash == r.Verified)
 }
 
 func (r Refs) get(ref Ref) string {
@@ -195,6 +207,31 @@ func (s *Store) MarkGood(hash string) error {
 	return s.commit(next)
 }
 
+// MarkVerified records that the current definition, which must have hash
+// hash, started on this host and every service of it answered its health
+// check. ErrNotCurrent when hash is not the current definition's; ErrNotFound
+// when nothing is published. Marking again is a no-op.
+func (s *Store) MarkVerified(hash string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	refs, err := s.readRefs()
+	if err != nil {
+		return err
+	}
+	if refs.Current == "" {
+		return fmt.Errorf("definition store: mark verified: %w current", ErrNotFound)
+	}
+	if refs.Current != hash {
+		return fmt.Errorf("definition store: mark verified %.12s: current is %.12s: %w", hash, refs.Current, ErrNotCurrent)
+	}
+	if refs.Verified == hash {
+		return nil
+	}
+	next := refs
+	next.Verified = hash
+	return s.commit(next)
+}
+
 // Current returns the current definition; ErrNotFound when none.
 func (s *Store) Current() (*Definition, error) { return s.Get(RefCurrent) }
 
@@ -263,7 +300,7 @@ func (s *Store) readRefs() (Refs, error) {
 	if err := strictUnmarshal(b, &refs); err != nil {
 		return refs, fmt.Errorf("definition store: %s: %v: %w", refsFile, err, ErrCorrupt)
 	}
-	for _, h := range []string{refs.Current, refs.Previous, refs.LastGood} {
+	for _, h := range []string{refs.Current, refs.Previous, refs.LastGood, refs.Verified} {
 		if h != "" && !blobRE.MatchString(h+".json") {
 			return refs, fmt.Errorf("definition store: %s: bad hash %q: %w", refsFile, h, ErrCorrupt)
 		}
@@ -273,6 +310,9 @@ func (s *Store) readRefs() (Refs, error) {
 
 // commit writes refs atomically, then removes files no ref points at.
 func (s *Store) commit(refs Refs) error {
+	if refs.Verified != refs.Current && refs.Verified != refs.Previous && refs.Verified != refs.LastGood {
+		refs.Verified = ""
+	}
 	b, err := json.Marshal(refs)
 	if err != nil {
 		return fmt.Errorf("definition store: %w", err)
