@@ -215,12 +215,16 @@ func (a *Agent) Lock() *hostlock.Lock { return a.lock }
 // Watchdog returns the host's watchdog; nil when the agent runs none.
 func (a *Agent) Watchdog() *watchdog.Watchdog { return a.watchdog }
 
-// Close stops the agent's background work. Services keep running.
+// Close stops the agent's background work. Services keep running, and a
+// held lease stays on disk for the next agent on the state directory.
 func (a *Agent) Close() error {
 	if a.watchdog != nil {
 		_ = a.watchdog.Close()
 	}
 	a.cancel()
 	a.wg.Wait()
+	// The leases stay on disk: the next agent resumes them.
+	a.hostLease.shutdown()
+	a.fleetLease.shutdown()
 	return nil
 }

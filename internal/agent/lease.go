@@ -301,19 +301,35 @@ func (k *leaseKeeper) breakLease(force bool, by string) (broken Lease, recoveryE
 	k.mu.Lock()
 	if k.cur == nil {
 		k.mu.Unlock()
-		return Lease{}, fmt.Errorf("%s %w: nothing to break", k.kind, ErrNoLease), nil
+		return Lease{}, nil, fmt.Errorf("%s %w: nothing to break", k.kind, ErrNoLease)
 	}
 	now := k.clock.Now()
 	if since := now.Sub(k.cur.Renewed); !force && since < k.cur.TTL/2 {
-		l := k.cur.Lease
+		l, ttl := k.cur.Lease, k.cur.TTL
 		k.mu.Unlock()
-		return Lease{}, fmt.Errorf("%s %w: %q renewed it %v ago (ttl %v): its holder looks alive; stop that deploy first, or break it with --force",
-			k.kind, ErrLeaseRenewed, l.Holder, since.Round(time.Second), k.cur.TTL), nil
+		return Lease{}, nil, fmt.Errorf("%s %w: %q renewed it %v ago (ttl %v): its holder looks alive; stop that deploy first, or break it with --force",
+			k.kind, ErrLeaseRenewed, l.Holder, since.Round(time.Millisecond), ttl)
 	}
 	rec := k.takeLocked("broken by " + orSomeone(by))
 	k.mu.Unlock()
 	k.log.Warn("lease broken", "kind", k.kind, "holder", rec.Holder, "by", by, "force", force)
-	return rec.Lease, nil, k.recoverAndUnlock(rec)
+	return rec.Lease, k.recoverAndUnlock(rec), nil
+}
+
+// shutdown stops the expiry timer and lets go of the host lock without
+// ending the lease: it stays on disk, for the next agent to resume (what
+// happens when the agent process dies, done in order).
+func (k *leaseKeeper) shutdown() {
+	k.mu.Lock()
+	if k.timer != nil {
+		k.timer.Stop()
+	}
+	k.gen++
+	held := k.cur != nil
+	k.mu.Unlock()
+	if held && k.lock != nil {
+		_ = k.lock.Unlock()
+	}
 }
 
 // resume picks up the lease a previous agent left in the store. A live one
