@@ -85,7 +85,7 @@ func (a *Agent) recover(l Lease, restore *restoreTarget, reason string, step str
 	ctx, cancel := context.WithTimeout(a.ctx, recoveryTimeout)
 	defer cancel()
 	a.opMu.Lock()
-	version, registerable, err := a.restore(ctx, restore)
+	version, registerable, err := a.restore(ctx, restore, step)
 	a.opMu.Unlock()
 	rec.Version = version
 	if err == nil && registerable {
@@ -105,9 +105,18 @@ func (a *Agent) recover(l Lease, restore *restoreTarget, reason string, step str
 	return err
 }
 
+// signalledSteps are the deploy steps after which the host's services may
+// have been signalled (drained, stopped, replaced): a recovery after one of
+// them restarts every service, as they may be on their way out.
+var signalledSteps = map[string]bool{"drain": true, "stop": true, "start": true, "rollback": true}
+
 // restore carries out planRestore. It returns the version now running and
-// whether the host belongs in the load balancer.
-func (a *Agent) restore(ctx context.Context, target *restoreTarget) (string, bool, error) {
+// whether the host belongs in the load balancer. When the deploy never got
+// past publish (step), the services still run and serve — possibly in
+// rotation — and those already running the definition to return to are left
+// alone: restoring then drops nothing. After a drain or later every service
+// is stopped and started again.
+func (a *Agent) restore(ctx context.Context, target *restoreTarget, step string) (string, bool, error) {
 	refs, err := a.store.Refs()
 	if err != nil {
 		return "", false, err
@@ -116,8 +125,8 @@ func (a *Agent) restore(ctx context.Context, target *restoreTarget) (string, boo
 	if err != nil {
 		return "", false, err
 	}
-	a.log.Warn("recovery: returning the host to a verified definition", "action", action, "hash", short(hash))
-	if action != restoreStartCurrent {
+	a.log.Warn("recovery: returning the host to a verified definition", "action", action, "hash", short(hash), "step", step)
+	if action == restoreStopAll || signalledSteps[step] {
 		if _, err := a.stopAll(ctx); err != nil {
 			return "", false, fmt.Errorf("stop what the deploy left: %w", err)
 		}
