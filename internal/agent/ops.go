@@ -396,4 +396,3 @@ func (a *Agent) prune(ctx context.Context) {
 		a.log.Info("pruned old stopped instances", "ids", ids)
 	}
 }
-

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -78,7 +77,7 @@ func findMarked(dir string) []markedProcess {
 		if err != nil || !alive(pid, ticks) {
 			continue
 		}
-		out = append(out, markedProcess{pid: pid, ticks: ticks, id: id, cmd: cmdline(pid)})
+		out = append(out, markedProcess{pid: pid, ticks: ticks, id: id, cmd: runtime.Cmdline(pid)})
 	}
 	return out
 }
@@ -153,63 +152,40 @@ func pipeInodeOf(pid int) uint64 {
 	return n
 }
 
-// cmdline is pid's command line, space-separated and cut to 120 bytes.
-func cmdline(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	if err != nil {
-		return "?"
-	}
-	s := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
-	if len(s) > 120 {
-		s = s[:120] + "…"
-	}
-	return s
-}
-
 // ErrPortHeld: the port a service listens on (x-mythex.port) is held by a
 // process that is not one of this runtime's services; the error names it.
 // Nothing was started.
 var ErrPortHeld = errors.New("port held by another process")
 
-// portHolder describes who listens on 127.0.0.1:port (or every address),
-// from /proc/net/tcp{,6} and /proc/*/fd; ok false when nobody does.
-type portHolder struct {
-	pid int
-	cmd string
-	// marked: the holder carries this runtime's marker (an orphan of ours).
-	marked bool
-	id     string
-	ticks  uint64
-}
-
-// findPortHolder looks for a listener on port. A listener whose process it
-// cannot see (another user's) is reported with pid 0.
-func findPortHolder(port int, runtimeDir string) (portHolder, bool) {
-	inodes := listeningInodes(port)
-	if len(inodes) == 0 {
-		return portHolder{}, false
+// checkPort makes sure the service's port is free before it starts: an
+// orphan of this runtime holding it is stopped; anyone else holding it is
+// an ErrPortHeld naming the holder, and nothing is started (a service that
+// would only exit with "address already in use" is never started, so the
+// watchdog never loops on it). p.mu must be held.
+func (p *Process) checkPort(name string, port int) error {
+	if port <= 0 {
+		return nil
 	}
-	procs, _ := filepath.Glob("/proc/[0-9]*/fd/*")
-	for _, fd := range procs {
-		target, err := os.Readlink(fd)
-		if err != nil || !strings.HasPrefix(target, "socket:[") {
-			continue
-		}
-		ino, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(target, "socket:["), "]"), 10, 64)
-		if !inodes[ino] {
-			continue
-		}
-		pid, _ := strconv.Atoi(strings.Split(fd, "/")[2])
-		h := portHolder{pid: pid, cmd: cmdline(pid)}
-		// The group leader is what we would have started.
-		if pgid, err := syscall.Getpgid(pid); err == nil {
-			for _, m := range findMarkedOne(pgid, runtimeDir) {
-				h.marked, h.id, h.ticks, h.pid = true, m.id, m.ticks, m.pid
+	h, held := runtime.PortHolder(port)
+	if !held {
+		return nil
+	}
+	if h.PID > 0 {
+		// The group leader is what this runtime would have started.
+		if pgid, err := syscall.Getpgid(h.PID); err == nil {
+			if ms := findMarkedOne(pgid, p.opts.StateDir); len(ms) == 1 {
+				m := ms[0]
+				if inst, ok := p.instances[m.id]; ok && inst.run != nil && inst.rec.PID == m.pid {
+					return nil // one of ours that runs: Start's conflict rules apply
+				}
+				p.log.Warn("process runtime: an orphan of this runtime holds the port; stopping it", "service", name, "port", port, "pid", m.pid, "command", m.cmd)
+				stopGroup(m.pid, m.ticks, orphanGrace)
+				return nil
 			}
 		}
-		return h, true
 	}
-	return portHolder{}, true
+	return fmt.Errorf("%w: port %d (x-mythex.port of %s) is held by %s, not by a service of this agent; stop it or change the port",
+		ErrPortHeld, port, name, h)
 }
 
 // findMarkedOne returns pid as a markedProcess if it carries the marker of
@@ -229,56 +205,5 @@ func findMarkedOne(pid int, runtimeDir string) []markedProcess {
 	if err != nil {
 		return nil
 	}
-	return []markedProcess{{pid: pid, ticks: ticks, id: id, cmd: cmdline(pid)}}
-}
-
-// listeningInodes returns the socket inodes listening on TCP port, IPv4 or
-// IPv6 (state 0A in /proc/net/tcp{,6}).
-func listeningInodes(port int) map[uint64]bool {
-	out := map[uint64]bool{}
-	hexPort := fmt.Sprintf(":%04X", port)
-	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(b), "\n")[1:] {
-			fields := strings.Fields(line)
-			if len(fields) < 10 || fields[3] != "0A" || !strings.HasSuffix(fields[1], hexPort) {
-				continue
-			}
-			if ino, err := strconv.ParseUint(fields[9], 10, 64); err == nil && ino != 0 {
-				out[ino] = true
-			}
-		}
-	}
-	return out
-}
-
-// checkPort makes sure the service's port is free before it starts: an
-// orphan of this runtime holding it is stopped; anyone else holding it is
-// an ErrPortHeld naming the holder, and nothing is started (a service that
-// would only exit with "address already in use" is never started, so the
-// watchdog never loops on it). p.mu must be held.
-func (p *Process) checkPort(name string, port int) error {
-	if port <= 0 {
-		return nil
-	}
-	h, held := findPortHolder(port, p.opts.StateDir)
-	if !held {
-		return nil
-	}
-	if h.marked {
-		if inst, ok := p.instances[h.id]; ok && inst.run != nil && inst.rec.PID == h.pid {
-			return nil // one of ours that runs: Start's conflict rules apply
-		}
-		p.log.Warn("process runtime: an orphan of this runtime holds the port; stopping it", "service", name, "port", port, "pid", h.pid, "command", h.cmd)
-		stopGroup(h.pid, h.ticks, orphanGrace)
-		return nil
-	}
-	if h.pid == 0 {
-		return fmt.Errorf("%w: port %d (x-mythex.port of %s) is held by a process this agent cannot see (another user's); stop it or change the port", ErrPortHeld, port, name)
-	}
-	return fmt.Errorf("%w: port %d (x-mythex.port of %s) is held by pid %d (%s), not by a service of this agent; stop it or change the port",
-		ErrPortHeld, port, name, h.pid, h.cmd)
+	return []markedProcess{{pid: pid, ticks: ticks, id: id, cmd: runtime.Cmdline(pid)}}
 }

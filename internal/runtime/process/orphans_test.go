@@ -42,7 +42,7 @@ func TestProcess_StartFailsWhenItsRecordCannotBeWritten(t *testing.T) {
 	if len(findMarked(p.opts.StateDir)) != 0 {
 		t.Error("a process of the failed start is still alive")
 	}
-	if _, held := findPortHolder(svc.Process.Port, p.opts.StateDir); held {
+	if _, held := runtime.PortHolder(svc.Process.Port); held {
 		t.Error("the failed start left its port held")
 	}
 }
@@ -129,4 +129,3 @@ func readOne(t *testing.T, stateDir, id string) (record, bool) {
 	}
 	return record{}, false
 }
-
