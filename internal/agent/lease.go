@@ -349,13 +349,14 @@ func (k *leaseKeeper) resume(bootID string, sinceBoot time.Duration) (due *lease
 		}
 	}
 	if rec.Expired || left <= 0 {
-		k.log.Warn("lease ran out while the agent was down; recovering the host", "kind", k.kind, "holder", rec.Holder, "clock", how, "step", rec.Step)
 		if k.onExpire == nil {
+			k.log.Info("lease ran out while the agent was down", "kind", k.kind, "holder", rec.Holder, "clock", how)
 			if err := k.store.remove(); err != nil {
 				k.log.Error("remove expired lease file", "kind", k.kind, "err", err)
 			}
 			return nil, nil
 		}
+		k.log.Warn("lease ran out while the agent was down; recovering the host", "kind", k.kind, "holder", rec.Holder, "clock", how, "step", rec.Step)
 		rec.Expired = true
 		if rec.EndReason == "" {
 			rec.EndReason = "ran out while the agent was down"

@@ -35,8 +35,12 @@ const MakeTokenHint = "make one with: openssl rand -hex 32 > FILE (or head -c 32
 // to make a good one.
 func CheckToken(token, source string) error {
 	if len(token) < MinTokenBytes {
+		hint := MakeTokenHint
+		if env, ok := strings.CutPrefix(source, "$"); ok {
+			hint = "make one with: export " + env + "=$(openssl rand -hex 32)"
+		}
 		return fmt.Errorf("%w: the token from %s has %d bytes; an admin API needs at least %d; %s",
-			ErrShortToken, source, len(token), MinTokenBytes, MakeTokenHint)
+			ErrShortToken, source, len(token), MinTokenBytes, hint)
 	}
 	return nil
 }
