@@ -157,6 +157,8 @@ func New(cfg Config) (*Agent, error) {
 		},
 		store:     leaseStoreIn(cfg.StateDir, hostLeaseFile, cfg.BootClock),
 		restoreOf: a.restoreTargetNow,
+		halfDone:  a.halfDeployed,
+		spawn:     func(f func()) { a.wg.Go(f) },
 	}
 	a.fleetLease = &leaseKeeper{clock: a.clock, log: a.log, kind: "fleet", store: leaseStoreIn(cfg.StateDir, fleetLeaseFile, cfg.BootClock)}
 	// The leases of the agent that ran before come back before the watchdog

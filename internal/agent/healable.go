@@ -45,3 +45,12 @@ func (h healable) Current() (*definition.Definition, error) {
 	return nil, fmt.Errorf("%w: %s (%s) was published by a deploy that never finished starting it; the watchdog heals only a verified definition and leaves this host to a deploy or `mythex lease break`",
 		errUnverified, d.Version, short(d.Hash))
 }
+
+// halfDeployed reports whether the current definition never ran whole on
+// this host (a deploy published it and did not finish starting it). A
+// store that cannot be read counts as not half deployed: the release goes
+// through, and status reports the store's error.
+func (a *Agent) halfDeployed() bool {
+	refs, err := a.store.Refs()
+	return err == nil && refs.Current != "" && !refs.IsVerified(refs.Current)
+}

@@ -72,6 +72,12 @@ type leaseKeeper struct {
 	// restoreOf says, at acquire, what to return the host to if the lease
 	// expires; nil for the fleet lease.
 	restoreOf func() *restoreTarget
+	// halfDone reports, at release, that the holder leaves the host half
+	// deployed (its current definition never ran whole here): the release
+	// then runs the same recovery as an expiry, in the background through
+	// spawn, with the host lock kept. nil for the fleet lease.
+	halfDone func() bool
+	spawn    func(func())
 
 	mu    sync.Mutex
 	cur   *leaseRecord
@@ -148,6 +154,16 @@ func (k *leaseKeeper) release(id string) error {
 	if err := k.checkLocked(id); err != nil {
 		k.mu.Unlock()
 		return err
+	}
+	if k.halfDone != nil && k.onExpire != nil && k.spawn != nil && k.halfDone() {
+		// The deploy gave up on a host it left half deployed (its rollback
+		// failed, or it never tried): the host is recovered as if the
+		// lease had run out, before anyone else may act on it.
+		rec := k.takeLocked("released with the host half deployed")
+		k.mu.Unlock()
+		k.log.Warn("lease released with the host half deployed; recovering the host", "holder", rec.Holder, "step", rec.Step)
+		k.spawn(func() { _ = k.recoverAndUnlock(rec) })
+		return nil
 	}
 	k.timer.Stop()
 	holder := k.cur.Holder

@@ -290,3 +290,36 @@ func TestAgent_LeaseBreak(t *testing.T) {
 		t.Errorf("the broken lease still works: %v", err)
 	}
 }
+
+// A deploy that gives up on a host it left half deployed (its rollback
+// failed, or it released without one) does not leave the host to rot: the
+// release runs the recovery an expiry would.
+func TestAgent_ReleaseOfHalfDeployedHostRecovers(t *testing.T) {
+	h := newTestHost(t)
+	ctx := ctxT(t)
+	l, _ := h.client.AcquireLease(ctx, false, "first deploy", time.Minute)
+	h.deployV(t, ctx, l.ID, h.def("v1", nil))
+	_ = h.client.MarkGood(ctx, l.ID)
+	if err := h.client.ReleaseLease(ctx, false, l.ID); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := h.client.Status(ctx); st.Recovery != nil {
+		t.Fatalf("a release of a whole host ran a recovery: %+v", st.Recovery)
+	}
+	l, _ = h.client.AcquireLease(ctx, false, "giving-up deploy", time.Minute)
+	if _, err := h.client.Publish(ctx, l.ID, h.def("v2", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.client.Stop(ctx, l.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.client.ReleaseLease(ctx, false, l.ID); err != nil {
+		t.Fatal(err)
+	}
+	st := h.waitStatus(t, ctx, "recovered after the release", func(st agentapi.Status) bool {
+		return st.Recovery != nil && st.Recovery.State != agentapi.RecoveryRunning && st.LockHolder == ""
+	})
+	if st.Recovery.State != agentapi.RecoveryRestored || st.Recovery.Version != "v1" || !st.Restore.Restored {
+		t.Errorf("recovery %+v, restore %+v; want back on v1, restored", st.Recovery, st.Restore)
+	}
+}

@@ -410,9 +410,22 @@ func (h *raceHost) deploy(ctx context.Context, dying bool) {
 	} else if rep, err := h.client.Verify(ctx, nil, v); err == nil && rep.OK {
 		_ = h.writing("mark good "+v, func() error { return h.client.MarkGood(ctx, l.ID) })
 	}
-	if err := h.client.ReleaseLease(ctx, false, l.ID); err != nil {
-		h.t.Errorf("release: %v", err)
-	}
+	// A release that leaves the host half deployed (the rollback failed too)
+	// makes the agent recover the host: that writes the store until the
+	// lock is free again.
+	_ = h.writing("release "+v, func() error {
+		if err := h.client.ReleaseLease(ctx, false, l.ID); err != nil {
+			h.t.Errorf("release: %v", err)
+		}
+		for ctx.Err() == nil {
+			if st, err := h.client.Status(ctx); err == nil && st.LockHolder != "deploy: race deploy "+v &&
+				(st.Recovery == nil || st.Recovery.State != agentapi.RecoveryRunning) {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		return nil
+	})
 }
 
 // memDir is a fresh directory on a memory file system when the machine has
