@@ -85,7 +85,19 @@ type leaseKeeper struct {
 	gen   uint64
 	// recovering is set while onExpire runs (for status).
 	recovering *leaseRecord
+	// retry is the timer of the next try of a failed recovery; closed stops
+	// retrying (shutdown).
+	retry  clockwork.Timer
+	closed bool
 }
+
+// Retries of a failed recovery: after recoveryRetryMin, doubling, at most
+// recoveryRetryMax apart, until one succeeds or a new lease is taken (the
+// new deploy then owns the host).
+const (
+	recoveryRetryMin = time.Second
+	recoveryRetryMax = time.Minute
+)
 
 // acquire takes the lease for holder for ttl. It fails with ErrLeaseHeld
 // (naming the holder) when a lease is held or the host lock is taken, and
@@ -123,6 +135,10 @@ func (k *leaseKeeper) acquire(holder string, ttl time.Duration) (Lease, error) {
 	}
 	k.cur = rec
 	k.arm(ttl)
+	if k.retry != nil {
+		// A new deploy owns the host now; a failed recovery is its to fix.
+		k.retry.Stop()
+	}
 	k.log.Info("lease acquired", "kind", k.kind, "holder", holder, "ttl", ttl)
 	return rec.Lease, nil
 }
@@ -292,9 +308,11 @@ func (k *leaseKeeper) recoverAndUnlock(rec leaseRecord) (err error) {
 		k.recovering = nil
 		if err != nil {
 			rec.RecoveryError = err.Error()
+			rec.RecoveryAttempts++
 			if werr := k.store.write(rec, k.clock.Now(), 0); werr != nil {
 				k.log.Error("record the failed recovery", "err", werr)
 			}
+			k.scheduleRetryLocked(rec)
 		} else if rmErr := k.store.remove(); rmErr != nil {
 			k.log.Error("remove recovered lease file", "err", rmErr)
 		}
@@ -306,6 +324,45 @@ func (k *leaseKeeper) recoverAndUnlock(rec leaseRecord) (err error) {
 		}
 	}
 	return err
+}
+
+// scheduleRetryLocked arms the next try of rec's failed recovery; k.mu is
+// held.
+func (k *leaseKeeper) scheduleRetryLocked(rec leaseRecord) {
+	if k.closed {
+		return
+	}
+	delay := recoveryRetryMin
+	for range min(rec.RecoveryAttempts-1, 10) {
+		delay = min(2*delay, recoveryRetryMax)
+	}
+	if k.retry != nil {
+		k.retry.Stop()
+	}
+	k.log.Warn("recovery failed; trying again", "holder", rec.Holder, "attempt", rec.RecoveryAttempts, "in", delay, "err", rec.RecoveryError)
+	k.retry = k.clock.AfterFunc(delay, func() { k.retryRecovery(rec) })
+}
+
+// retryRecovery tries rec's recovery again, unless a new lease was taken
+// meanwhile (its deploy owns the host now) or the agent is closing. While
+// the host lock is held (a watchdog round, the bootstrap) it waits for the
+// next try.
+func (k *leaseKeeper) retryRecovery(rec leaseRecord) {
+	k.mu.Lock()
+	if k.closed || k.cur != nil || k.recovering != nil {
+		k.mu.Unlock()
+		return
+	}
+	if k.lock != nil {
+		if err := k.lock.TryLock("deploy: " + rec.Holder); err != nil {
+			k.scheduleRetryLocked(rec)
+			k.mu.Unlock()
+			return
+		}
+	}
+	k.recovering = &rec
+	k.mu.Unlock()
+	_ = k.recoverAndUnlock(rec)
 }
 
 // breakLease ends the live lease now, as if it had expired — the host lease's
@@ -337,6 +394,10 @@ func (k *leaseKeeper) breakLease(force bool, by string) (broken Lease, recoveryE
 // happens when the agent process dies, done in order).
 func (k *leaseKeeper) shutdown() {
 	k.mu.Lock()
+	k.closed = true
+	if k.retry != nil {
+		k.retry.Stop()
+	}
 	if k.timer != nil {
 		k.timer.Stop()
 	}

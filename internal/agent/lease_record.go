@@ -52,8 +52,9 @@ type leaseRecord struct {
 	// Expired is set once the lease has run out (or was broken): the
 	// recovery is due, and an agent that restarts runs it again until it
 	// succeeds. RecoveryError is its last failure.
-	Expired       bool   `json:"expired,omitempty"`
-	RecoveryError string `json:"recovery_error,omitempty"`
+	Expired          bool   `json:"expired,omitempty"`
+	RecoveryError    string `json:"recovery_error,omitempty"`
+	RecoveryAttempts int    `json:"recovery_attempts,omitempty"`
 	// EndReason says how it ended: "expired", "broken by …", "ran out while
 	// the agent was down".
 	EndReason string `json:"end_reason,omitempty"`

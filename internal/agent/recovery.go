@@ -126,14 +126,11 @@ func (a *Agent) restore(ctx context.Context, target *restoreTarget, step string)
 		return "", false, err
 	}
 	a.log.Warn("recovery: returning the host to a verified definition", "action", action, "hash", short(hash), "step", step)
-	if action == restoreStopAll || signalledSteps[step] {
-		if _, err := a.stopAll(ctx); err != nil {
-			return "", false, fmt.Errorf("stop what the deploy left: %w", err)
-		}
-	}
+	// Decide first, then act: the store names the definition to return to
+	// before anything is stopped, so that a recovery that fails halfway
+	// leaves a verified current definition — which the watchdog heals and a
+	// retry starts — never the half-deployed one.
 	switch action {
-	case restoreStopAll:
-		return "", false, nil
 	case restoreRollback:
 		if _, err := a.store.Rollback(); err != nil {
 			return "", false, err
@@ -146,6 +143,14 @@ func (a *Agent) restore(ctx context.Context, target *restoreTarget, step string)
 		if _, err := a.store.Publish(lg); err != nil {
 			return "", false, err
 		}
+	}
+	if action == restoreStopAll || signalledSteps[step] {
+		if _, err := a.stopAll(ctx); err != nil {
+			return "", false, fmt.Errorf("stop what the deploy left: %w", err)
+		}
+	}
+	if action == restoreStopAll {
+		return "", false, nil
 	}
 	if err := a.finishDrains(ctx); err != nil {
 		return "", false, err
