@@ -1,0 +1,124 @@
+// Package embedded is the lbport.Driver of mythex's own load balancer
+// (`mythex lb`), over its admin API: the embedded LB reports its own truth
+// about a target — in rotation or not, requests in flight — which a real ALB
+// does not.
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/lbport"
+)
+
+// Driver drives the embedded load balancer through its admin API client.
+type Driver struct {
+	c *lb.Client
+}
+
+var _ lbport.Driver = (*Driver)(nil)
+
+// New returns a driver over the admin API client c.
+func New(c *lb.Client) *Driver { return &Driver{c: c} }
+
+// Kind is "embedded".
+func (d *Driver) Kind() string { return "embedded" }
+
+// Register registers the target (state initial).
+func (d *Driver) Register(ctx context.Context, t lbport.TargetRef) error {
+	_, err := d.c.Register(ctx, t.ID, t.Address)
+	return mapErr(err)
+}
+
+// Deregister starts draining the target; an unknown target is not an error.
+func (d *Driver) Deregister(ctx context.Context, t lbport.TargetRef) error {
+	_, err := d.c.Deregister(ctx, t.ID)
+	if errors.Is(err, lb.ErrTargetNotFound) {
+		return nil
+	}
+	return mapErr(err)
+}
+
+// Describe reports each target, in the order given; an unknown target is
+// unused, Target.NotRegistered.
+func (d *Driver) Describe(ctx context.Context, ts ...lbport.TargetRef) ([]lbport.Target, error) {
+	out := make([]lbport.Target, 0, len(ts))
+	if len(ts) == 1 {
+		// One target: the single-target endpoint is cheaper than listing.
+		st, err := d.c.Target(ctx, ts[0].ID)
+		if errors.Is(err, lb.ErrTargetNotFound) {
+			return append(out, notRegistered(ts[0])), nil
+		}
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		return append(out, convert(st)), nil
+	}
+	all, err := d.c.Targets(ctx)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	byID := make(map[string]lb.TargetStatus, len(all))
+	for _, st := range all {
+		byID[st.ID] = st
+	}
+	for _, t := range ts {
+		st, ok := byID[t.ID]
+		if !ok {
+			out = append(out, notRegistered(t))
+			continue
+		}
+		out = append(out, convert(st))
+	}
+	return out, nil
+}
+
+// Settings is not yet readable through the embedded admin API.
+func (d *Driver) Settings(context.Context) (lbport.Settings, error) {
+	return lbport.Settings{}, fmt.Errorf("read embedded target group settings: %w", lbport.ErrUnsupported)
+}
+
+// Apply is not yet possible through the embedded admin API.
+func (d *Driver) Apply(context.Context, lbport.Settings) error {
+	return fmt.Errorf("apply embedded target group settings: %w", lbport.ErrUnsupported)
+}
+
+func notRegistered(t lbport.TargetRef) lbport.Target {
+	return lbport.Target{ID: t.ID, Address: t.Address, State: lbport.StateUnused, Reason: lbport.ReasonNotRegistered}
+}
+
+func convert(st lb.TargetStatus) lbport.Target {
+	return lbport.Target{
+		ID: st.ID, Address: st.Address, State: state(st.State), Reason: lbport.Reason(st.Reason),
+		Description: st.Description, InRotation: st.InRotation, InFlight: int(st.InFlight),
+	}
+}
+
+func state(s lb.State) lbport.State {
+	switch s {
+	case lb.StateInitial:
+		return lbport.StateInitial
+	case lb.StateHealthy:
+		return lbport.StateHealthy
+	case lb.StateUnhealthy:
+		return lbport.StateUnhealthy
+	case lb.StateDraining:
+		return lbport.StateDraining
+	default:
+		return lbport.StateUnused
+	}
+}
+
+func mapErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, lb.ErrUnauthorized):
+		return fmt.Errorf("%w: %w", lbport.ErrUnauthorized, err)
+	case errors.Is(err, lb.ErrInvalidTarget):
+		return fmt.Errorf("%w: %w", lbport.ErrInvalidTarget, err)
+	}
+	return err
+}
