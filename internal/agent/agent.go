@@ -69,6 +69,12 @@ type Config struct {
 	StartTimeout time.Duration
 	// Registry receives the agent's Prometheus metrics. Default: a new one.
 	Registry *prometheus.Registry
+	// KeepLeasesOnDisk makes this Agent leave the leases a previous agent
+	// left in StateDir alone: neither resumed nor recovered. For `mythex
+	// agent bootstrap`, which runs before the agent and has no load
+	// balancer to put a recovered host back into: the agent resumes them
+	// when it starts.
+	KeepLeasesOnDisk bool
 	// BootClock measures how long the agent was gone, for the lease it
 	// resumes after a restart. Default: LinuxBootClock.
 	BootClock BootClock
@@ -163,7 +169,9 @@ func New(cfg Config) (*Agent, error) {
 	a.fleetLease = &leaseKeeper{clock: a.clock, log: a.log, kind: "fleet", store: leaseStoreIn(cfg.StateDir, fleetLeaseFile, cfg.BootClock)}
 	// The leases of the agent that ran before come back before the watchdog
 	// starts: a host left half deployed stays locked until it is recovered.
-	if err := a.resumeLeases(); err != nil {
+	if cfg.KeepLeasesOnDisk {
+		a.hostLease.store, a.fleetLease.store = leaseStore{}, leaseStore{}
+	} else if err := a.resumeLeases(); err != nil {
 		cancel()
 		return nil, fmt.Errorf("agent: %w", err)
 	}

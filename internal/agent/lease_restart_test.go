@@ -323,3 +323,46 @@ func TestAgent_ReleaseOfHalfDeployedHostRecovers(t *testing.T) {
 		t.Errorf("recovery %+v, restore %+v; want back on v1, restored", st.Recovery, st.Restore)
 	}
 }
+
+// `mythex agent bootstrap` at boot, with a deploy's lease on disk and its
+// definition half deployed: it starts nothing and leaves the lease for the
+// agent (which can put the host back into the load balancer).
+func TestAgent_BootstrapLeavesHalfDeployedHostToTheAgent(t *testing.T) {
+	h := newTestHost(t)
+	ctx := ctxT(t)
+	l, _ := h.client.AcquireLease(ctx, false, "first deploy", time.Minute)
+	h.deployV(t, ctx, l.ID, h.def("v1", nil))
+	_ = h.client.MarkGood(ctx, l.ID)
+	_ = h.client.ReleaseLease(ctx, false, l.ID)
+	l, _ = h.client.AcquireLease(ctx, false, "deploy v2", time.Minute)
+	if _, err := h.client.Publish(ctx, l.ID, h.def("v2", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.client.Stop(ctx, l.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.restart(t, func(c *Config) { c.KeepLeasesOnDisk = true })
+	if _, err := h.agent.Bootstrap(ctx); !errors.Is(err, ErrHalfDeployed) {
+		t.Fatalf("bootstrap of a half-deployed host = %v, want ErrHalfDeployed", err)
+	}
+	if st, _ := h.client.Status(ctx); st.Lease != nil || anyRunning(st) {
+		t.Errorf("bootstrap resumed the lease or started something: %+v", st)
+	}
+	if _, err := os.Stat(filepath.Join(h.cfg.StateDir, hostLeaseFile)); err != nil {
+		t.Errorf("the lease file is gone after the bootstrap: %v", err)
+	}
+	// The agent then resumes it.
+	h.restart(t, func(c *Config) { c.KeepLeasesOnDisk = false })
+	if st, _ := h.client.Status(ctx); st.Lease == nil || st.Lease.ID != l.ID {
+		t.Errorf("the agent did not resume the lease: %+v", st.Lease)
+	}
+}
+
+func anyRunning(st agentapi.Status) bool {
+	for _, s := range st.Services {
+		if s.Running {
+			return true
+		}
+	}
+	return false
+}
