@@ -7,10 +7,9 @@ import (
 )
 
 // healable is what the agent gives its watchdog as the definition to heal
-// from: the current definition, but only once it is verified on this host —
-// its last known good, or one that started here whole (Store.MarkVerified).
-// A definition a deploy published and never finished starting is half
-// deployed: the watchdog must not start it (it would run an unverified
+// from: the current definition, unless a deploy published it and it never
+// started whole on this host (Refs.HalfDeployed: published through the API,
+// not yet verified by a start). Such a definition is half deployed: the watchdog must not start it (it would run an unverified
 // version and leave the host out of the load balancer while looking fine);
 // the deploy itself, or the recovery of its lease, settles the host.
 //
@@ -19,7 +18,8 @@ import (
 // only reports.
 type healable struct{ a *Agent }
 
-// errUnverified: the current definition never ran whole on this host.
+// errUnverified: a deploy published the current definition and it never ran
+// whole on this host.
 var errUnverified = fmt.Errorf("current definition not verified on this host")
 
 // Current returns the definition the watchdog may heal from; an error
@@ -39,18 +39,18 @@ func (h healable) Current() (*definition.Definition, error) {
 	if err != nil {
 		return nil, err
 	}
-	if refs.IsVerified(d.Hash) {
+	if !refs.HalfDeployed() {
 		return d, nil
 	}
 	return nil, fmt.Errorf("%w: %s (%s) was published by a deploy that never finished starting it; the watchdog heals only a verified definition and leaves this host to a deploy or `mythex lease break`",
 		errUnverified, d.Version, short(d.Hash))
 }
 
-// halfDeployed reports whether the current definition never ran whole on
-// this host (a deploy published it and did not finish starting it). A
+// halfDeployed reports whether a deploy published the current definition
+// and it never ran whole on this host. A
 // store that cannot be read counts as not half deployed: the release goes
 // through, and status reports the store's error.
 func (a *Agent) halfDeployed() bool {
 	refs, err := a.store.Refs()
-	return err == nil && refs.Current != "" && !refs.IsVerified(refs.Current)
+	return err == nil && refs.HalfDeployed()
 }

@@ -36,7 +36,9 @@ func (a *Agent) Publish(ctx context.Context, data []byte) (agentapi.PublishRepor
 	if d.Host != "" && d.Host != a.cfg.Host {
 		return agentapi.PublishReport{}, fmt.Errorf("%w: definition was resolved for host %q, this is %q", ErrInvalid, d.Host, a.cfg.Host)
 	}
-	changed, err := a.store.Publish(d)
+	// Pending until a start verifies it: a deploy that dies before leaves a
+	// host known to be half deployed.
+	changed, err := a.store.PublishPending(d)
 	if err != nil {
 		return agentapi.PublishReport{}, err
 	}

@@ -261,7 +261,7 @@ func (a *Agent) restoreStatus(ctx context.Context) agentapi.RestoreStatus {
 		return agentapi.RestoreStatus{Reason: err.Error()}
 	}
 	rs := agentapi.RestoreStatus{Version: d.Version}
-	if !refs.IsVerified(d.Hash) {
+	if refs.HalfDeployed() {
 		rs.Reason = fmt.Sprintf("the current definition %s never ran whole on this host (a deploy left it half done)", d.Version)
 		return rs
 	}

@@ -119,10 +119,10 @@ type Recovery struct {
 // RestoreStatus is the agent's honest answer to "is this host whole?", for a
 // deployer deciding whether to say ROLLBACK FAILED.
 type RestoreStatus struct {
-	// Restored is true when the host's current definition is one this host
-	// has verified (its last known good, or one that started here with every
-	// service healthy), every service of it runs its spec and answers its
-	// health check, and no recovery is running or failed.
+	// Restored is true when the host's current definition is not half
+	// deployed (a deploy published it and it never started whole here),
+	// every service of it runs its spec and answers its health check, and
+	// no recovery is running or failed.
 	Restored bool `json:"restored"`
 	// Version is the current definition's version.
 	Version string `json:"version,omitempty"`

@@ -54,16 +54,20 @@ type Refs struct {
 	LastGood string `json:"last_good,omitempty"`
 	// Verified is the hash of the last definition that started on this host
 	// with every service running its spec and answering its health check
-	// (MarkVerified). Unlike LastGood it says nothing about the fleet: it
-	// only tells a definition this host has run whole from one a deploy
-	// left half done. Cleared when it is none of the three above.
+	// (MarkVerified). Unlike LastGood it says nothing about the fleet.
+	// Cleared when it is none of the three above.
 	Verified string `json:"verified,omitempty"`
+	// Pending is the hash of a definition a deploy published
+	// (PublishPending) that has not started whole on this host yet: while it
+	// is current, the host is half deployed. MarkVerified of it clears it,
+	// and so does any change that makes another definition current.
+	Pending string `json:"pending,omitempty"`
 }
 
-// IsVerified reports whether hash is a definition this host has run whole:
-// its last known good or the last one verified here.
-func (r Refs) IsVerified(hash string) bool {
-	return hash != "" && (hash == r.LastGood || hash == r.Verified)
+// HalfDeployed reports whether the current definition was published by a
+// deploy and never started whole here (Pending is current).
+func (r Refs) HalfDeployed() bool {
+	return r.Current != "" && r.Pending == r.Current
 }
 
 func (r Refs) get(ref Ref) string {
@@ -134,6 +138,18 @@ func (s *Store) Dir() string { return s.dir }
 // definition swaps the two, so nothing is lost. The last known good is never
 // changed. d must be sealed (ErrNotSealed) and valid (ErrInvalid).
 func (s *Store) Publish(d *Definition) (changed bool, err error) {
+	return s.publish(d, false)
+}
+
+// PublishPending is Publish for a deploy: in the same atomic change it
+// records d as pending (Refs.Pending) until MarkVerified says it started
+// whole, so that a deploy that dies in between leaves a host known to be
+// half deployed. Publishing the current definition again changes nothing.
+func (s *Store) PublishPending(d *Definition) (changed bool, err error) {
+	return s.publish(d, true)
+}
+
+func (s *Store) publish(d *Definition, pending bool) (changed bool, err error) {
 	b, err := sealedBytes(d)
 	if err != nil {
 		return false, err
@@ -152,6 +168,9 @@ func (s *Store) Publish(d *Definition) (changed bool, err error) {
 	}
 	next := refs
 	next.Previous, next.Current = refs.Current, d.Hash
+	if pending {
+		next.Pending = d.Hash
+	}
 	return true, s.commit(next)
 }
 
@@ -224,11 +243,11 @@ func (s *Store) MarkVerified(hash string) error {
 	if refs.Current != hash {
 		return fmt.Errorf("definition store: mark verified %.12s: current is %.12s: %w", hash, refs.Current, ErrNotCurrent)
 	}
-	if refs.Verified == hash {
+	if refs.Verified == hash && refs.Pending != hash {
 		return nil
 	}
 	next := refs
-	next.Verified = hash
+	next.Verified, next.Pending = hash, ""
 	return s.commit(next)
 }
 
@@ -300,7 +319,7 @@ func (s *Store) readRefs() (Refs, error) {
 	if err := strictUnmarshal(b, &refs); err != nil {
 		return refs, fmt.Errorf("definition store: %s: %v: %w", refsFile, err, ErrCorrupt)
 	}
-	for _, h := range []string{refs.Current, refs.Previous, refs.LastGood, refs.Verified} {
+	for _, h := range []string{refs.Current, refs.Previous, refs.LastGood, refs.Verified, refs.Pending} {
 		if h != "" && !blobRE.MatchString(h+".json") {
 			return refs, fmt.Errorf("definition store: %s: bad hash %q: %w", refsFile, h, ErrCorrupt)
 		}
@@ -312,6 +331,9 @@ func (s *Store) readRefs() (Refs, error) {
 func (s *Store) commit(refs Refs) error {
 	if refs.Verified != refs.Current && refs.Verified != refs.Previous && refs.Verified != refs.LastGood {
 		refs.Verified = ""
+	}
+	if refs.Pending != refs.Current {
+		refs.Pending = ""
 	}
 	b, err := json.Marshal(refs)
 	if err != nil {

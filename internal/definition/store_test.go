@@ -244,37 +244,45 @@ func TestStore_Corrupt(t *testing.T) {
 	}
 }
 
-func TestStore_MarkVerified(t *testing.T) {
+func TestStore_PendingUntilVerified(t *testing.T) {
 	s := openStore(t)
 	v1, v2, v3, v4 := testDefinition(t, "v1"), testDefinition(t, "v2"), testDefinition(t, "v3"), testDefinition(t, "v4")
 	if err := s.MarkVerified("ab"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("MarkVerified on empty store = %v, want ErrNotFound", err)
 	}
 	mustPublish(t, s, v1)
-	mustPublish(t, s, v2)
+	if refs, _ := s.Refs(); refs.HalfDeployed() {
+		t.Error("a plain Publish counts as half deployed")
+	}
+	if _, err := s.PublishPending(v2); err != nil {
+		t.Fatal(err)
+	}
+	if refs, _ := s.Refs(); !refs.HalfDeployed() {
+		t.Errorf("refs %+v after PublishPending: want half deployed", refs)
+	}
 	if err := s.MarkVerified(v1.Hash); !errors.Is(err, ErrNotCurrent) {
 		t.Errorf("MarkVerified(previous) = %v, want ErrNotCurrent", err)
-	}
-	refs, _ := s.Refs()
-	if refs.IsVerified(v2.Hash) {
-		t.Error("a published, never started definition counts as verified")
 	}
 	if err := s.MarkVerified(v2.Hash); err != nil {
 		t.Fatal(err)
 	}
-	refs, _ = s.Refs()
-	if !refs.IsVerified(v2.Hash) || refs.IsVerified(v1.Hash) {
-		t.Errorf("refs %+v: want v2 verified, v1 not", refs)
+	if refs, _ := s.Refs(); refs.HalfDeployed() || refs.Verified != v2.Hash {
+		t.Errorf("refs %+v after MarkVerified: want v2 verified, not half deployed", refs)
 	}
-	// A later publish keeps it while it is still previous...
-	mustPublish(t, s, v3)
-	if refs, _ = s.Refs(); refs.Verified != v2.Hash {
-		t.Errorf("verified %q dropped while previous", refs.Verified)
+	// A rollback away from a pending definition ends its pending state.
+	if _, err := s.PublishPending(v3); err != nil {
+		t.Fatal(err)
 	}
-	// ...and drops it once no ref names it, so the same hash published again
-	// is not taken for verified without being started.
+	if _, err := s.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if refs, _ := s.Refs(); refs.HalfDeployed() || refs.Pending != "" {
+		t.Errorf("refs %+v after rolling back from pending v3: want nothing pending", refs)
+	}
+	// Verified is dropped once no other ref names its hash.
 	mustPublish(t, s, v4)
-	if refs, _ = s.Refs(); refs.Verified != "" {
+	mustPublish(t, s, v1)
+	if refs, _ := s.Refs(); refs.Verified != "" {
 		t.Errorf("verified = %q after it left the store, want empty", refs.Verified)
 	}
 }
