@@ -73,6 +73,9 @@ measures a deploy by the requests that reached nothing.`,
 		newMeasureCmd(),
 		newPublishCmd(),
 		newLeaseCmd(),
+		newCertsCmd(),
+		newStatusCmd(),
+		newHistoryCmd(),
 	)
 	return root
 }

@@ -100,6 +100,8 @@ type Agent struct {
 	metrics    *metrics
 	// watchdog is nil when the agent runs none.
 	watchdog *watchdog.Watchdog
+	// hist is the host's deploy history.
+	hist historyStore
 
 	recMu        sync.Mutex
 	lastRecovery *agentapi.Recovery
@@ -182,6 +184,8 @@ func New(cfg Config) (*Agent, error) {
 		})
 		if err != nil {
 			cancel()
+			a.hostLease.shutdown()
+			a.fleetLease.shutdown()
 			return nil, fmt.Errorf("agent: %w", err)
 		}
 		a.watchdog = w
@@ -236,5 +240,6 @@ func (a *Agent) Close() error {
 	// The leases stay on disk: the next agent resumes them.
 	a.hostLease.shutdown()
 	a.fleetLease.shutdown()
+	a.closeHistory()
 	return nil
 }
