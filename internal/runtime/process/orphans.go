@@ -167,6 +167,13 @@ func (p *Process) checkPort(name string, port int) error {
 		return nil
 	}
 	h, held := runtime.PortHolder(port)
+	// A listener nobody owns is usually a socket being closed by a process
+	// that is exiting (an orphan just stopped): look again for a moment
+	// before calling it someone else's.
+	for i := 0; held && h.PID == 0 && i < 20; i++ {
+		time.Sleep(50 * time.Millisecond)
+		h, held = runtime.PortHolder(port)
+	}
 	if !held {
 		return nil
 	}
