@@ -325,7 +325,9 @@ func TestAgent_ExpiredLeaseReturnsHostToLastGood(t *testing.T) {
 
 	// A deploy that dies mid-drain: it published v2 and flipped the gateway,
 	// then never renewed its lease.
-	l, err := h.client.AcquireLease(ctx, false, "dying deploy", 500*time.Millisecond)
+	// 3s: its publish and drain must fit in it on a loaded machine (each
+	// step is written to disk before it runs).
+	l, err := h.client.AcquireLease(ctx, false, "dying deploy", 3*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
