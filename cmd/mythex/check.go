@@ -21,6 +21,7 @@ func newCheckCmd() *cobra.Command {
 		file   string
 		asJSON bool
 		native nativeOpts
+		live   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "check [-f mythex.yml] [--json] | check PATH... [--format text|json|github] [--strict]",
@@ -121,13 +122,20 @@ documented default and the output says so.
 			if err != nil {
 				return fmt.Errorf("write report: %w", err)
 			}
-			if !rep.OK() {
+			liveOK := true
+			if live {
+				if liveOK, err = checkLive(cmd.Context(), out, l, asJSON); err != nil {
+					return withCode(exitBadUse, err)
+				}
+			}
+			if !rep.OK() || !liveOK {
 				return silentExit(exitFailed)
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "mythex.yml", "fleet config to check")
+	cmd.Flags().BoolVar(&live, "live", false, "also read the running HAProxy (kind haproxy) through its Runtime API: servers without `check`, drift of rise/fall/inter/timeout from mythex.yml (with --json: a second JSON document)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verdicts as JSON instead of text")
 	cmd.Flags().StringVar(&native.format, "format", formatText, "with PATH arguments: text, json, or github (GitHub Actions annotations)")
 	cmd.Flags().BoolVar(&native.strict, "strict", false, "exit 1 on marginal findings too")
