@@ -69,7 +69,14 @@ deploy dies mid-way, the agent returns the host to its last known good
 definition and registers it with the load balancer again.
 
 Services keep running when the agent stops or restarts; a new agent adopts
-them.
+them — and, through a marker in their environment, also the ones whose
+records are missing; a service of its own it cannot account for is stopped.
+
+A deploy's lease is kept in --state-dir: after an agent restart (even
+SIGKILL) it is resumed and its clock goes on; when it runs out, the agent
+returns the host to its last known good definition and registers it with the
+load balancer again. mythex lease status / mythex lease break show and end
+leases. The API token must have at least 16 bytes.
 
 The watchdog checks every service of the current definition every
 watchdog.interval (W, default 60s) and heals one only after
@@ -79,7 +86,8 @@ pauses during maintenance (mythex agent maintenance), heals only from the
 published definition and never writes it. --bootstrap makes the current
 definition run before anything else (what a server does at boot; see mythex
 agent bootstrap).`,
-		Example: `  export ` + agentTokenEnv + `=$(cat /etc/mythex/agent-token)
+		Example: `  openssl rand -hex 32 > /etc/mythex/agent-token   # once; give the deployer the same file
+  export ` + agentTokenEnv + `=$(cat /etc/mythex/agent-token)
   mythex agent -f mythex.yml --host web-1 --state-dir /var/lib/mythex
 
   # by hand, without a fleet config, a faster watchdog
@@ -118,7 +126,7 @@ agent bootstrap).`,
 
 func runAgent(ctx context.Context, f agentFlags) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	token, err := auth.LoadToken(f.tokenFile, agentTokenEnv)
+	token, err := auth.LoadAdminToken(f.tokenFile, agentTokenEnv, "--token-file")
 	if err != nil {
 		return usagef("agent API token: %v", err)
 	}
