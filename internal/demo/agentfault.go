@@ -46,3 +46,24 @@ func (f *Fleet) RestartAgent(ctx context.Context, exe string, i int) error {
 	f.agents, f.exited = f.agents[:last], f.exited[:last]
 	return f.waitAgent(ctx, h)
 }
+
+// killAgentOnce SIGKILLs host i's agent once per fleet and starts it again
+// down later, as an operator's restart would; a failure is kept in
+// AgentKillErr for the fault's judge.
+func (f *Fleet) killAgentOnce(ctx context.Context, i int, down time.Duration) {
+	f.agentKillOnce.Do(func() {
+		if err := f.KillAgent(i); err != nil {
+			f.AgentKillErr = err
+			return
+		}
+		select {
+		case <-ctx.Done():
+			f.AgentKillErr = ctx.Err()
+			return
+		case <-time.After(down):
+		}
+		if err := f.RestartAgent(ctx, f.exe, i); err != nil {
+			f.AgentKillErr = err
+		}
+	})
+}
