@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"github.com/mythex/mythex/internal/runtime"
 	"github.com/mythex/mythex/internal/runtime/docker"
 	"github.com/mythex/mythex/internal/runtime/process"
+	"github.com/mythex/mythex/internal/transport"
 	"github.com/mythex/mythex/internal/watchdog"
 )
 
@@ -37,6 +39,9 @@ type agentFlags struct {
 	tokenFile    string
 	runtime      string
 	allowRemote  bool
+	tlsCert      string
+	tlsKey       string
+	clientCA     string
 	lbTokenFile  string
 	noLB         bool
 	stopOnExit   bool
@@ -60,8 +65,12 @@ definition (current, previous, last known good) in --state-dir, owns the host
 lock that deploys and the bootstrap share, starts and stops the services
 through a runtime, and serves an authenticated API that mythex deploy drives.
 
-The API binds to loopback unless --allow-remote, and every request needs the
-bearer token from --token-file or $` + agentTokenEnv + `.
+The API binds to loopback, and every request needs the bearer token from
+--token-file or $` + agentTokenEnv + `. Deployers on other machines reach it
+through SSH (hosts[].ssh in mythex.yml: the agent stays on loopback), or over
+TLS 1.3 with client certificates (--tls-cert, --tls-key, --client-ca; make them
+with mythex certs). Plain HTTP beyond loopback needs --insecure-plaintext and
+warns at every start: the token lets whoever holds it run programs here.
 
 With -f and --host, the agent takes its listen address (hosts[].agent), its
 load balancer target and the load balancer's admin API from mythex.yml: if a
@@ -110,7 +119,12 @@ agent bootstrap).`,
 	fl.StringVar(&f.runtime, "runtime", "process", "what runs the services: process (child processes) or docker (containers through the Docker Engine API)")
 	fl.StringVar(&f.dockerHost, "docker-host", "", "Docker engine address for --runtime docker (default $DOCKER_HOST, else unix:///var/run/docker.sock)")
 	fl.StringArrayVar(&f.dockerLabels, "docker-label", nil, "KEY=VALUE label put on every container and network of --runtime docker; the agent then sees only containers carrying it (repeatable; e.g. two fleets on one engine)")
-	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow a --listen address that is not loopback")
+	fl.BoolVar(&f.allowRemote, "insecure-plaintext", false, "serve plain HTTP on a --listen address that is not loopback (the token then crosses the network in clear; prefer SSH or --tls-cert)")
+	fl.BoolVar(&f.allowRemote, "allow-remote", false, "old name of --insecure-plaintext")
+	_ = fl.MarkDeprecated("allow-remote", "use --insecure-plaintext (or SSH, or --tls-cert with --client-ca)")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "serve TLS 1.3 with this certificate (PEM; mythex certs issue --server); needs --tls-key and --client-ca")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "the key of --tls-cert (PEM)")
+	fl.StringVar(&f.clientCA, "client-ca", "", "CA whose client certificates deployers must present (PEM; mythex certs init)")
 	fl.StringVar(&f.lbTokenFile, "lb-token-file", "", "file holding the load balancer's admin token (default load_balancer.admin_token_file or $"+lbTokenEnv+")")
 	fl.BoolVar(&f.noLB, "no-lb", false, "do not talk to the load balancer, even with -f")
 	fl.BoolVar(&f.stopOnExit, "stop-services-on-exit", false, "stop every service when the agent exits (demos and tests; servers keep them running)")
@@ -165,8 +179,20 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	if f.listen == "" {
 		f.listen = "127.0.0.1:9201"
 	}
-	if !auth.IsLoopback(f.listen) && !f.allowRemote {
-		return usagef("--listen %s is not a loopback address; the agent API can start and stop services, so pass --allow-remote only behind a firewall you trust", f.listen)
+	var tlsConf *tls.Config
+	if f.tlsCert != "" || f.tlsKey != "" || f.clientCA != "" {
+		c, err := transport.ServerTLS(f.tlsCert, f.tlsKey, f.clientCA)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		tlsConf = c
+	}
+	switch {
+	case auth.IsLoopback(f.listen) || tlsConf != nil:
+	case f.allowRemote:
+		fmt.Fprintf(os.Stderr, "warning: the agent API serves plain HTTP on %s (--insecure-plaintext): its token, which can start any program here, crosses the network in clear; use SSH (hosts[].ssh) or --tls-cert/--tls-key/--client-ca\n", f.listen)
+	default:
+		return usagef("--listen %s is not a loopback address; the agent API can start and stop services: keep it on loopback and reach it over SSH (hosts[].ssh), serve TLS with client certificates (--tls-cert, --tls-key, --client-ca), or pass --insecure-plaintext on a network you trust", f.listen)
 	}
 	stateDir, err := filepath.Abs(f.stateDir)
 	if err != nil {
@@ -212,7 +238,10 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	if err != nil {
 		return fmt.Errorf("agent API: %w", err)
 	}
-	srv := &http.Server{Handler: a.Handler(token), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: a.Handler(token), ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsConf}
+	if tlsConf != nil {
+		ln = tls.NewListener(ln, tlsConf)
+	}
 	log.Info("agent listening", "addr", ln.Addr().String(), "host", f.host, "state_dir", stateDir, "runtime", f.runtime)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
