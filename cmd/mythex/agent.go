@@ -42,6 +42,7 @@ type agentFlags struct {
 	tlsCert      string
 	tlsKey       string
 	clientCA     string
+	logFormat    string
 	lbTokenFile  string
 	noLB         bool
 	stopOnExit   bool
@@ -107,7 +108,11 @@ agent bootstrap).`,
   mythex agent -f mythex.yml --host web-1 --state-dir /var/lib/mythex --runtime docker`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runAgent(cmd.Context(), f)
+			log, err := newLogger(cmd, f.logFormat)
+			if err != nil {
+				return err
+			}
+			return runAgent(cmd.Context(), f, log)
 		},
 	}
 	fl := cmd.Flags()
@@ -133,13 +138,13 @@ agent bootstrap).`,
 	fl.DurationVar(&f.watchdogInterval, "watchdog-interval", 0, "W, the time between watchdog rounds (default watchdog.interval with -f, else 60s)")
 	fl.IntVar(&f.watchdogFailures, "watchdog-failures", 0, "K, consecutive failed checks before a heal (default watchdog.failures_before_heal with -f, else 4)")
 	fl.BoolVar(&f.bootstrap, "bootstrap", false, "first make the current definition run, under the host lock (use under systemd with the process runtime)")
+	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json (as mythex lb)")
 	_ = cmd.MarkFlagRequired("state-dir")
 	cmd.AddCommand(newAgentBootstrapCmd(), newAgentMaintenanceCmd())
 	return cmd
 }
 
-func runAgent(ctx context.Context, f agentFlags) error {
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+func runAgent(ctx context.Context, f agentFlags, log *slog.Logger) error {
 	token, err := auth.LoadAdminToken(f.tokenFile, agentTokenEnv, "--token-file")
 	if err != nil {
 		return usagef("agent API token: %v", err)

@@ -95,3 +95,12 @@ func TestAgentCmd_RemoteListenNeedsATransport(t *testing.T) {
 		t.Fatalf("half a TLS setup: exit %d %q; want 2 asking for all three files", code, errOut)
 	}
 }
+
+// TestAgentCmd_LogFormat: the agent takes --log-format as mythex lb does and
+// refuses a bad value before anything starts.
+func TestAgentCmd_LogFormat(t *testing.T) {
+	code, _, errOut := runCLI(t, "agent", "--state-dir", t.TempDir(), "--log-format", "xml")
+	if code != 2 || !strings.Contains(errOut, "--log-format must be text or json") {
+		t.Errorf("agent --log-format xml: exit %d %q; want 2", code, errOut)
+	}
+}
