@@ -137,6 +137,8 @@ type Deployer struct {
 	clock clockwork.Clock
 	obs   *serialObserver
 	bound Bound
+	// targets tracks what the LB last reported of each target (EventTarget).
+	targets targetWatch
 }
 
 // New checks opts and returns a Deployer. It returns an error wrapping
@@ -186,6 +188,15 @@ func New(opts Options) (*Deployer, error) {
 
 func (d *Deployer) emit(host string, p Phase, k EventKind, elapsed time.Duration, detail string) {
 	d.obs.Event(Event{At: d.clock.Now(), Host: host, Phase: p, Kind: k, Elapsed: elapsed.Seconds(), Detail: detail})
+}
+
+// sawTarget emits an EventTarget when a poll during phase p found host's
+// target in a state other than the one last seen.
+func (d *Deployer) sawTarget(host string, p Phase, t TargetView) {
+	s := targetStateOf(t)
+	if d.targets.changed(host, s) {
+		d.obs.Event(Event{At: d.clock.Now(), Host: host, Phase: p, Kind: EventTarget, Target: &s})
+	}
 }
 
 // Run deploys to every host in batches of deploy.batch_size, stops at the first
@@ -246,8 +257,10 @@ func (d *Deployer) preflight(ctx context.Context) (map[string]string, error) {
 		if st.Definitions.Current != nil {
 			prev[h.Name] = st.Definitions.Current.Version
 		}
-		if _, err := d.o.LB.Target(ctx, h.Name); err != nil {
+		if t, err := d.o.LB.Target(ctx, h.Name); err != nil {
 			probs = append(probs, fmt.Sprintf("load balancer (target %s): %v", h.Name, err))
+		} else {
+			d.sawTarget(h.Name, "", t)
 		}
 	}
 	if len(probs) > 0 {
@@ -319,7 +332,7 @@ func (d *Deployer) sweep(ctx context.Context) error {
 		}
 		// One slow health check can flip a target for an interval; the
 		// sweep waits, bounded, for the LB's settled view.
-		r := &hostRun{d: d, h: h}
+		r := &hostRun{d: d, h: h, cur: PhaseSweep}
 		if _, err := r.waitTarget(ctx, healthyTimeout(d.o.Config), func(t TargetView) bool {
 			return t.Registered && t.State == "healthy" && t.InRotation
 		}); err != nil {

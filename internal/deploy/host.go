@@ -21,6 +21,8 @@ type hostRun struct {
 	deregistered bool
 	// published is true once the new definition is current on the host.
 	published bool
+	// cur is the phase running, for the events of its LB polls.
+	cur Phase
 }
 
 // host deploys to one host; on failure after the host was changed it rolls the
@@ -104,6 +106,7 @@ func (d *Deployer) host(ctx context.Context, h Host, prevVersion string) (res Ho
 func (r *hostRun) phase(ctx context.Context, p Phase, fn func(context.Context) (string, error)) error {
 	d := r.d
 	begin := d.clock.Now()
+	r.cur = p
 	d.emit(r.h.Name, p, EventBegin, 0, "")
 	detail, err := fn(ctx)
 	el := d.clock.Since(begin)
@@ -221,6 +224,7 @@ func (r *hostRun) healthy(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	r.d.sawTarget(r.h.Name, r.cur, t)
 	if r.deregistered || !t.Registered {
 		if err := r.d.o.LB.Register(ctx, r.h.Name, r.h.Target); err != nil {
 			return "", fmt.Errorf("register with load balancer: %w", err)
@@ -264,6 +268,7 @@ func (r *hostRun) waitTarget(ctx context.Context, limit time.Duration, cond func
 	for {
 		t, err := d.o.LB.Target(ctx, r.h.Name)
 		if err == nil {
+			d.sawTarget(r.h.Name, r.cur, t)
 			last, lastErr = t, nil
 			if cond(t) {
 				return t, nil
