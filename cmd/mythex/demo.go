@@ -10,13 +10,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mythex/mythex/internal/demo"
+	"github.com/mythex/mythex/internal/deployrec"
 	"github.com/mythex/mythex/internal/termui"
 )
 
 func newDemoCmd() *cobra.Command {
 	var (
-		o      demo.Options
-		asJSON bool
+		o          demo.Options
+		asJSON     bool
+		reportPath string
 	)
 	cmd := &cobra.Command{
 		Use:   "demo [--profile after|before] [--rate 200] [--deploys 1]",
@@ -44,10 +46,16 @@ Every duration is multiplied by --time-scale so the demo ends in well under a
 minute; the relations between them, which are what matter, stay as they are.
 Ctrl-C stops it and every process it started.
 
+--report FILE.html writes every deploy under load as one self-contained HTML
+page: requests per second by outcome, each host's phases, the load
+balancer's view of each target, the versions answering and the latency, on
+one time axis, with the verdict, the timing invariants and the config.
+
 Exit status: 0 when every deploy succeeded and no request reached nothing,
 1 otherwise, 2 for bad flags.`,
 		Example: `  go run ./cmd/mythex demo
   mythex demo --profile before
+  mythex demo --report demo.html
   CGO_ENABLED=0 go build -o mythex ./cmd/mythex && ./mythex demo --runtime docker
   mythex demo --deploys 20 --rate 500 --json | jq '{requests, reached_nothing}'`,
 		Args: cobra.NoArgs,
@@ -66,6 +74,12 @@ Exit status: 0 when every deploy succeeded and no request reached nothing,
 			case o.Profile != demo.ProfileAfter && o.Profile != demo.ProfileBefore:
 				return usagef("--profile %q: use after or before", o.Profile)
 			}
+			if err := checkReportPath(reportPath); err != nil {
+				return err
+			}
+			if reportPath != "" {
+				o.Recorder = deployrec.New("mythex "+strings.Join(os.Args[1:], " "), nil)
+			}
 			var out io.Writer = os.Stdout
 			o.Mode = termui.Plain
 			switch {
@@ -77,6 +91,10 @@ Exit status: 0 when every deploy succeeded and no request reached nothing,
 			o.Out = out
 			sum, err := demo.Run(cmd.Context(), o)
 			if err != nil {
+				if reportPath != "" && len(o.Recorder.Recording().Deploys) > 0 {
+					// A demo cut short still leaves the report of what it saw.
+					_ = writeReport(reportPath, o.Recorder.Recording(), os.Stderr)
+				}
 				return err
 			}
 			if asJSON {
@@ -84,6 +102,15 @@ Exit status: 0 when every deploy succeeded and no request reached nothing,
 				fmt.Println(string(b))
 			} else {
 				printDemoSummary(os.Stdout, sum)
+			}
+			if reportPath != "" {
+				progress := os.Stdout
+				if asJSON {
+					progress = os.Stderr
+				}
+				if err := writeReport(reportPath, o.Recorder.Recording(), progress); err != nil {
+					return err
+				}
 			}
 			if !sum.OK() {
 				return silentExit(exitFailed)
@@ -99,6 +126,7 @@ Exit status: 0 when every deploy succeeded and no request reached nothing,
 	fl.IntVar(&o.Deploys, "deploys", 1, "deploys under load (v1 → v2 → v3 …)")
 	fl.BoolVar(&o.Keep, "keep", false, "keep the fleet's directory (config, state, logs) afterwards")
 	fl.StringVar(&o.Runtime, "runtime", demo.RuntimeProcess, "what runs the services: process, or docker (containers on the local Docker engine; needs a CGO_ENABLED=0 mythex)")
+	fl.StringVar(&reportPath, "report", "", "write an HTML report of every deploy under load to this file (self-contained, opens offline)")
 	fl.BoolVar(&asJSON, "json", false, `print {"requests", "reached_nothing", "deploys": [...]} as JSON instead of progress`)
 	return cmd
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mythex/mythex/examples/seed"
 	"github.com/mythex/mythex/internal/deploy"
+	"github.com/mythex/mythex/internal/deployrec"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/probe"
 	"github.com/mythex/mythex/internal/termui"
@@ -65,6 +66,9 @@ type Options struct {
 	// Adjust, when set, changes the scaled profile before the fleet starts
 	// (tests widen a timeout for a loaded machine).
 	Adjust func(*fleet.Config)
+	// Recorder, when set, records every deploy under load as it runs (phase
+	// and LB target events, the prober's seconds) for a report. Optional.
+	Recorder *deployrec.Recorder
 }
 
 // VersionSpan is a stretch of the run in which the same versions answered.
@@ -234,6 +238,7 @@ func Run(ctx context.Context, o Options) (sum Summary, err error) {
 		}
 	}()
 	fmt.Fprintf(out, "  load balancer %s; agents %s (state and logs in %s)\n", f.URL(), hostList(f), o.Dir)
+	o.Recorder.SetFleet(f.Loaded.Config, fmt.Sprintf("demo profile %s at time scale %g (every duration × %g)", o.Profile, o.TimeScale, o.TimeScale))
 
 	begin := time.Now()
 	res, err := f.Deploy(ctx, "v1", nil, nil)
@@ -277,10 +282,17 @@ func deployUnderLoad(ctx context.Context, f *Fleet, o Options, from, version str
 		out = io.Discard
 	}
 	rep := DeployReport{From: from, Version: version}
-	p, err := probe.New(probe.Config{URL: f.URL(), Rate: o.Rate, Timeout: 2 * time.Second}, probe.Deps{})
+	rec := o.Recorder // nil records nothing
+	deps := probe.Deps{}
+	if rec != nil {
+		deps.OnBucket = rec.ProbeSecond
+	}
+	p, err := probe.New(probe.Config{URL: f.URL(), Rate: o.Rate, Timeout: 2 * time.Second}, deps)
 	if err != nil {
 		return rep, err
 	}
+	rec.BeginDeploy(from, version, hostNames(f))
+	rec.ProbeStarted(f.URL(), o.Rate)
 	if err := p.Start(ctx); err != nil {
 		return rep, err
 	}
@@ -289,12 +301,15 @@ func deployUnderLoad(ctx context.Context, f *Fleet, o Options, from, version str
 	sleepCtx(ctx, lead)
 	fmt.Fprintf(out, "\ndeploy %s → %s under %g req/s\n", from, version, o.Rate)
 	r := termui.NewDeployRenderer(out, o.Mode)
-	res, derr := f.Deploy(ctx, version, nil, r)
+	res, derr := f.Deploy(ctx, version, nil, rec.Observe(r))
 	r.Close()
+	rec.EndDeploy(res, derr)
 	// A tail as long as the LB needs to notice anything the deploy left
 	// behind, so no drop after the deploy goes unseen.
 	sleepCtx(ctx, hc.Interval*time.Duration(hc.UnhealthyThreshold)+hc.Timeout)
 	report := p.Stop()
+	rec.ProbeStopped(report)
+	rec.Close()
 	rep.OK, rep.Hosts, rep.Seconds, rep.Bound = derr == nil, res.Hosts, res.Seconds, res.Bound
 	if derr != nil {
 		rep.Error = derr.Error()
@@ -357,6 +372,14 @@ func profileWords(p string) string {
 		return "the write-up's numbers before the fixes: requests will reach nothing"
 	}
 	return "the write-up's numbers after the fixes"
+}
+
+func hostNames(f *Fleet) []string {
+	var s []string
+	for _, h := range f.Loaded.Hosts {
+		s = append(s, h.Name)
+	}
+	return s
 }
 
 func hostList(f *Fleet) string {
