@@ -13,6 +13,7 @@ import (
 
 	"github.com/mythex/mythex/internal/auth"
 	"github.com/mythex/mythex/internal/deploy"
+	"github.com/mythex/mythex/internal/deployrec"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/termui"
 	"github.com/mythex/mythex/internal/timing"
@@ -27,6 +28,11 @@ type deployFlags struct {
 	holder         string
 	targetServices []string
 	allowDowntime  bool
+	// report, measureURL and rate are --report, --measure and --rate.
+	report     string
+	measureURL string
+	rate       float64
+	rateSet    bool
 }
 
 func newDeployCmd() *cobra.Command {
@@ -55,6 +61,15 @@ A host failing any step is rolled back to its previous definition (restored
 byte for byte), verified, and the rollout stops; the fleet keeps serving.
 After the last host, every host is verified again.
 
+--measure URL runs the prober (as mythex measure does) through the deploy,
+from a moment before it to a tail after it, at --rate requests per second:
+a deploy that succeeds but lets a request reach nothing exits 1.
+--report FILE.html writes the deploy as one self-contained HTML page (its
+phases, the load balancer's view of each target, and with --measure the
+requests by outcome, versions answering and latency, second by second).
+With --json the prober's seconds join the event stream as
+{"kind":"probe_second",...} lines.
+
 Tokens: the agents' from --agent-token-file or $` + agentTokenEnv + `, the load
 balancer's from --lb-token-file, load_balancer.admin_token_file or $` + lbTokenEnv + `.
 
@@ -62,9 +77,14 @@ Exit status: 0 deployed and verified; 1 a host failed (rolled back) or the
 final verification failed; 2 bad input, an unreachable agent or load balancer,
 or another deploy in progress — nothing was changed.`,
 		Example: `  mythex deploy -f examples/local/mythex.yml --version v2
+  mythex deploy -f mythex.yml --version v2 --measure http://127.0.0.1:8080/ --rate 200 --report deploy.html
   mythex deploy -f mythex.yml --version "$(git rev-parse --short HEAD)" --json > deploy-events.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.rateSet = cmd.Flags().Changed("rate")
+			if err := checkMeasureFlags(f); err != nil {
+				return err
+			}
 			cfg, err := fleet.Load(f.file)
 			if err != nil {
 				return err
@@ -82,6 +102,9 @@ or another deploy in progress — nothing was changed.`,
 	fl.StringVar(&f.holder, "holder", "", "who deploys, shown in leases (default: deploy V by $USER)")
 	fl.StringSliceVar(&f.targetServices, "target-service", []string{"gateway"}, "services the load balancer routes to (flipped to 503 in health drain mode)")
 	fl.BoolVar(&f.allowDowntime, "allow-downtime", false, "deploy even when a batch takes every host out of rotation (a single host, or deploy.batch_size ≥ hosts)")
+	fl.StringVar(&f.report, "report", "", "write an HTML report of the deploy to this file (self-contained, opens offline)")
+	fl.StringVar(&f.measureURL, "measure", "", "probe this URL through the deploy and count the requests that reached nothing (e.g. the load balancer's listener)")
+	fl.Float64Var(&f.rate, "rate", 200, "with --measure: requests per second")
 	_ = cmd.MarkFlagRequired("version")
 	return cmd
 }
@@ -131,14 +154,35 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 	case isTerminal(out):
 		mode = termui.TTY
 	}
+	if mode == termui.JSON && f.measureURL != "" {
+		// The prober's seconds and the deploy's events share the stream.
+		out = &lockedWriter{w: out}
+	}
 	r := termui.NewDeployRenderer(out, mode)
-	o.Holder, o.TargetServices, o.Observer, o.AllowDowntime = holder, f.targetServices, r, f.allowDowntime
+	var rec *deployrec.Recorder // nil records nothing
+	if f.report != "" || f.measureURL != "" {
+		rec = deployrec.New("mythex "+strings.Join(os.Args[1:], " "), nil)
+		rec.SetFleet(cfg.Config)
+		var hosts []string
+		for _, h := range cfg.Hosts {
+			hosts = append(hosts, h.Name)
+		}
+		rec.BeginDeploy("", f.version, hosts)
+	}
+	o.Holder, o.TargetServices, o.Observer, o.AllowDowntime = holder, f.targetServices, rec.Observe(r), f.allowDowntime
 	d, err := deploy.New(o)
 	if err != nil {
 		r.Close()
 		return deploy.Result{}, err
 	}
+	lm, err := startDeployLoad(ctx, cfg, f, rec, out)
+	if err != nil {
+		r.Close()
+		return deploy.Result{}, err
+	}
 	res, err := d.Run(ctx)
+	rec.EndDeploy(res, err)
+	probed := lm.stop(ctx)
 	r.Close()
 	switch {
 	case f.asJSON:
@@ -146,6 +190,26 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 		fmt.Fprintf(out, "%s\n", b)
 	case len(res.Hosts) > 0:
 		printDeploySummary(out, res, err)
+	}
+	if probed != nil {
+		if f.asJSON {
+			b, _ := json.Marshal(map[string]any{"kind": "probe", "report": probed})
+			fmt.Fprintf(errOut, "%s\n", b)
+		} else {
+			fmt.Fprintf(out, "measured %s at %g req/s: %s\n", probed.URL, probed.Rate, deployrec.Judge(rec.Recording().Deploys[0]).Headline)
+		}
+	}
+	if f.report != "" {
+		progress := out
+		if f.asJSON {
+			progress = errOut
+		}
+		if werr := writeReport(f.report, rec.Recording(), progress); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if err == nil && probed != nil && probed.ReachedNothing > 0 {
+		err = withCode(exitFailed, fmt.Errorf("the deploy succeeded, but %d of %d requests to %s reached nothing", probed.ReachedNothing, probed.Requests, probed.URL))
 	}
 	return res, err
 }

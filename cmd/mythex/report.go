@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,7 +35,7 @@ func checkReportPath(path string) error {
 
 // writeReport renders rec to path atomically (a reader never sees half a
 // file) and says where it went on progress.
-func writeReport(path string, rec deployrec.Recording, progress *os.File) error {
+func writeReport(path string, rec deployrec.Recording, progress io.Writer) error {
 	var buf bytes.Buffer
 	if err := report.Write(&buf, rec); err != nil {
 		return err

@@ -17,7 +17,7 @@ func FleetOf(cfg fleet.Config) (Fleet, []Invariant) {
 	}
 	lb, hc := cfg.LoadBalancer, cfg.LoadBalancer.HealthCheck
 	add := func(field, value string) { f.Settings = append(f.Settings, Setting{Field: field, Value: value}) }
-	dur := func(field string, d time.Duration) { add(field, d.String()) }
+	dur := func(field string, d time.Duration) { add(field, seconds(d)) }
 	num := func(field string, n int) { add(field, strconv.Itoa(n)) }
 	add("load_balancer.kind", lb.Kind)
 	add("load_balancer.target_type", lb.TargetType)
@@ -46,4 +46,9 @@ func FleetOf(cfg fleet.Config) (Fleet, []Invariant) {
 		inv = append(inv, i)
 	}
 	return f, inv
+}
+
+// seconds writes d as mythex.yml does: "5s", "0.4s", "150s".
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
 }

@@ -167,7 +167,28 @@ func (r *Recorder) EndDeploy(res deploy.Result, err error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.openLocked().Result = out
+	d := r.openLocked()
+	d.Result = out
+	if d.From == "" {
+		d.From = commonPrevious(res.Hosts)
+	}
+}
+
+// commonPrevious is the version every host ran before, or "" when they
+// differed or none is known.
+func commonPrevious(hosts []deploy.HostResult) string {
+	v := ""
+	for _, h := range hosts {
+		switch {
+		case h.PreviousVersion == "":
+			return ""
+		case v == "":
+			v = h.PreviousVersion
+		case v != h.PreviousVersion:
+			return ""
+		}
+	}
+	return v
 }
 
 // Close ends the deploy being recorded, if any.

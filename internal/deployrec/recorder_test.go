@@ -141,3 +141,25 @@ func TestRecorder_ConcurrentHosts(t *testing.T) {
 		t.Errorf("%d events, %d seconds, hosts %v", len(d.Events), len(d.Probe.Seconds), d.Hosts)
 	}
 }
+
+func TestRecorder_EndDeployLearnsFrom(t *testing.T) {
+	cases := []struct {
+		name  string
+		hosts []deploy.HostResult
+		want  string
+	}{
+		{"all on v1", []deploy.HostResult{{PreviousVersion: "v1"}, {PreviousVersion: "v1"}}, "v1"},
+		{"mixed", []deploy.HostResult{{PreviousVersion: "v1"}, {PreviousVersion: "v0"}}, ""},
+		{"a first rollout", []deploy.HostResult{{PreviousVersion: "v1"}, {}}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := New("mythex deploy", clockwork.NewFakeClockAt(t0))
+			r.BeginDeploy("", "v2", nil)
+			r.EndDeploy(deploy.Result{OK: true, Hosts: c.hosts}, nil)
+			if got := r.Recording().Deploys[0].From; got != c.want {
+				t.Errorf("from %q, want %q", got, c.want)
+			}
+		})
+	}
+}
