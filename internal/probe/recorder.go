@@ -60,8 +60,8 @@ type bucketAcc struct {
 	// and the histogram goes back to the recorder's free list.
 	hist     *hdrhistogram.Histogram
 	p50, p99 time.Duration
-	versions    map[string]int64
-	hosts       map[string]int64
+	versions map[string]int64
+	hosts    map[string]int64
 }
 
 // reasonKey groups results for Report.Reasons.

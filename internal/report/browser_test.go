@@ -382,4 +382,3 @@ func TestReport_NoNetworkAndSmall(t *testing.T) {
 	}
 	t.Logf("sizes: demo %d bytes, 10-minute 20-host deploy %d bytes", d.size, buf.Len())
 }
-
