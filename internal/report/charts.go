@@ -167,6 +167,8 @@ type seg struct {
 	Title  string
 	Label  string // drawn inside when it fits
 	LabelX float64
+	// LabelClass styles the label for its background.
+	LabelClass string
 }
 
 // row is one host (or version) of a rows chart.
@@ -202,6 +204,9 @@ func (c *rowsChart) add(i int, a axis, from, to float64, class, title, label str
 	s := seg{X: x0, W: w, Class: class, Title: title}
 	if float64(len(label))*6.2+6 < w {
 		s.Label, s.LabelX = label, x0+w/2
+		if strings.HasPrefix(class, "st-unused") {
+			s.LabelClass = "on-unused"
+		}
 	}
 	c.Rows[i].Segs = append(c.Rows[i].Segs, s)
 }

@@ -18,13 +18,23 @@
     if (!el || !tip) { return; }
     var d = JSON.parse(el.textContent);
     var svgs = sec.querySelectorAll(".charts svg");
-    var box = sec.querySelector(".charts");
+    var box = sec; // the tooltip is positioned in its section
     function at(t, list, host) {
       for (var i = 0; i < list.length; i++) {
         var p = list[i];
         if (p[0] === host && t >= p[1] && t < p[2]) { return p; }
       }
       return null;
+    }
+    // idle says where a host stands between its phases.
+    function idle(t, host) {
+      var first = Infinity, last = -Infinity;
+      d.ph.forEach(function (p) {
+        if (p[0] === host) { first = Math.min(first, p[1]); last = Math.max(last, p[2]); }
+      });
+      if (t < first) { return "waiting"; }
+      if (t >= last) { return "done"; }
+      return "between phases";
     }
     function show(t, ev) {
       var html = "<b>" + t.toFixed(1) + " s</b>";
@@ -46,7 +56,7 @@
         d.hosts.forEach(function (h, hi) {
           var ph = at(t, d.ph, hi);
           var tg = at(t, d.tg, hi);
-          var what = ph ? ph[3] + (ph[4] ? " (failed)" : "") : "–";
+          var what = ph ? ph[3] + (ph[4] ? " (failed)" : "") : idle(t, hi);
           if (tg) { what += " · LB " + tg[3] + (tg[4] ? "" : ", out"); }
           html += row(h, esc(what), ph && ph[4] ? "bad" : "");
         });
