@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mythex/mythex/internal/deployrec"
 )
 
 // artifactDir is where tests leave reports and screenshots for people to
@@ -43,5 +45,84 @@ func TestWrite_Synthetic(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWrite_FailedDeploy: a host that failed verify and was rolled back,
+// with requests reaching nothing meanwhile, is impossible to miss: the
+// verdict is red and says it, the failed phase is outlined, the rollback
+// drawn, and the reached-nothing seconds marked in their strip with counts.
+func TestWrite_FailedDeploy(t *testing.T) {
+	rec := synthetic(3, 60, 200, 1)
+	var buf bytes.Buffer
+	if err := Write(&buf, rec); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	rn := rec.Deploys[0].Probe.Totals.ReachedNothing
+	for _, want := range []string{
+		`<h1 id="verdict" class="bad">` + deployrec.Thousands(rn) + ` of 12,000 requests reached nothing`,
+		`v1 → v2 FAILED: host web-2 failed at verify`,
+		`class="seg ph-verify failed"`,
+		`class="seg ph-rollback"`,
+		`class="c rn mark"`,
+		`reached nothing: ` + deployrec.Thousands(rn),
+		`class="count bad" data-count="reached_nothing"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
+// TestWrite_SizeBound: a 10-minute deploy of 20 hosts measured every second
+// stays under MaxBytes.
+func TestWrite_SizeBound(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Write(&buf, synthetic(20, 600, 5000, 7)); err != nil {
+		t.Fatal(err)
+	}
+	if buf.Len() >= MaxBytes {
+		t.Errorf("%d bytes, want < %d", buf.Len(), MaxBytes)
+	}
+}
+
+// TestWrite_EscapesHostileNames: names from configs and services reach the
+// page escaped, in text, attributes and the hover data.
+func TestWrite_EscapesHostileNames(t *testing.T) {
+	rec := synthetic(2, 10, 10, -1)
+	evil := `web"><script>alert(1)</script>`
+	d := &rec.Deploys[0]
+	for i := range d.Events {
+		if d.Events[i].Host == "web-1" {
+			d.Events[i].Host = evil
+		}
+	}
+	d.Hosts[0] = evil
+	d.Probe.Seconds[3].Versions = map[string]int64{`</script><script>alert(2)</script>`: 1}
+	var buf bytes.Buffer
+	if err := Write(&buf, rec); err != nil {
+		t.Fatal(err)
+	}
+	if out := buf.String(); strings.Contains(out, "<script>alert") {
+		t.Errorf("a hostile name reached the page unescaped")
+	}
+}
+
+func TestWrite_Empty(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Write(&buf, deployrec.Recording{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "nothing was recorded") {
+		t.Error("an empty recording does not say so")
+	}
+}
+
+func TestNiceStep(t *testing.T) {
+	for raw, want := range map[float64]float64{0: 1, 0.3: 0.5, 1: 1, 1.4: 2, 4: 5, 7: 10, 12: 15, 45: 60, 100: 120} {
+		if got := niceStep(raw); got != want {
+			t.Errorf("niceStep(%v) = %v, want %v", raw, got, want)
+		}
 	}
 }
