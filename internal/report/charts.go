@@ -276,7 +276,7 @@ func buildGantt(a axis, hosts []string, events []deploy.Event) rowsChart {
 		if i < 0 {
 			continue
 		}
-		class := "ph-" + string(s.phase)
+		class := "ph ph-" + string(s.phase)
 		verb := "took"
 		if s.failed {
 			class += " failed"

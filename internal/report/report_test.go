@@ -63,8 +63,8 @@ func TestWrite_FailedDeploy(t *testing.T) {
 	for _, want := range []string{
 		`<h1 id="verdict" class="bad">` + deployrec.Thousands(rn) + ` of 12,000 requests reached nothing`,
 		`v1 → v2 FAILED: host web-2 failed at verify`,
-		`class="seg ph-verify failed"`,
-		`class="seg ph-rollback"`,
+		`class="seg ph ph-verify failed"`,
+		`class="seg ph ph-rollback"`,
 		`class="c rn mark"`,
 		`reached nothing: ` + deployrec.Thousands(rn),
 		`class="count bad" data-count="reached_nothing"`,
