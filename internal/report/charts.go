@@ -497,13 +497,3 @@ func axisBounds(d deployrec.Deploy) (time.Time, time.Time) {
 	}
 	return start, end
 }
-
-func joinNonEmpty(sep string, parts ...string) string {
-	var out []string
-	for _, p := range parts {
-		if p != "" {
-			out = append(out, p)
-		}
-	}
-	return strings.Join(out, sep)
-}
