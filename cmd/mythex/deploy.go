@@ -8,10 +8,12 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mythex/mythex/internal/auth"
+	"github.com/mythex/mythex/internal/definition"
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/deployrec"
 	"github.com/mythex/mythex/internal/fleet"
@@ -125,6 +127,9 @@ func deployExit(res deploy.Result, err error) error {
 // runDeploy resolves the definition for every host and runs the rolling
 // deploy, writing progress to out and warnings to errOut.
 func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOut io.Writer) (deploy.Result, error) {
+	if err := definition.CheckVersion(f.version); err != nil {
+		return deploy.Result{}, usagef("--version: %v", err)
+	}
 	agentToken, err := auth.LoadToken(f.agentTokenFile, agentTokenEnv)
 	if err != nil {
 		return deploy.Result{}, usagef("agent token: %v", err)
@@ -154,11 +159,16 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 	case isTerminal(out):
 		mode = termui.TTY
 	}
+	start := time.Now()
+	if t0, ok := measureStart(start); ok {
+		// Under `mythex measure --`: count seconds from the prober's second 0.
+		start = t0
+	}
 	if mode == termui.JSON && f.measureURL != "" {
 		// The prober's seconds and the deploy's events share the stream.
 		out = &lockedWriter{w: out}
 	}
-	r := termui.NewDeployRenderer(out, mode)
+	r := termui.NewDeployRendererAt(out, mode, start)
 	var rec *deployrec.Recorder // nil records nothing
 	if f.report != "" || f.measureURL != "" {
 		rec = deployrec.New("mythex "+strings.Join(os.Args[1:], " "), nil)

@@ -72,6 +72,8 @@ measures a deploy by the requests that reached nothing.`,
 		newDemoCmd(),
 		newMeasureCmd(),
 		newPublishCmd(),
+		newCertsCmd(),
+		newStatusCmd(),
 	)
 	return root
 }
