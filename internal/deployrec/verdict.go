@@ -10,6 +10,10 @@ import (
 type Verdict struct {
 	// OK is false when a request reached nothing or the deploy failed.
 	OK bool
+	// Dropped is true when a request reached nothing (the headline's
+	// judgement); Failed when a deploy failed or did not finish (the
+	// outcome's).
+	Dropped, Failed bool
 	// Headline is one sentence, e.g. "0 of 2,657 requests reached nothing".
 	Headline string
 	// Outcome says how the deploy ended, e.g. "v1 → v2 deployed to 3 hosts
@@ -23,12 +27,13 @@ func Judge(d Deploy) Verdict {
 	if d.Probe != nil {
 		c := d.Probe.counts()
 		v.Headline = reachedNothing(c.ReachedNothing, c.Requests)
-		v.OK = c.ReachedNothing == 0
+		v.Dropped = c.ReachedNothing > 0
+		v.OK = !v.Dropped
 	}
 	if d.Version != "" {
 		v.Outcome = outcome(d)
 		if d.Result == nil || !d.Result.OK {
-			v.OK = false
+			v.OK, v.Failed = false, true
 		}
 		if v.Headline == "" {
 			v.Headline = v.Outcome + " (no load was measured)"
@@ -54,6 +59,8 @@ func JudgeAll(rec Recording) Verdict {
 	for _, d := range rec.Deploys {
 		j := Judge(d)
 		v.OK = v.OK && j.OK
+		v.Dropped = v.Dropped || j.Dropped
+		v.Failed = v.Failed || j.Failed
 		if d.Probe != nil {
 			measured = true
 			c := d.Probe.counts()

@@ -32,6 +32,7 @@
       d.ph.forEach(function (p) {
         if (p[0] === host) { first = Math.min(first, p[1]); last = Math.max(last, p[2]); }
       });
+      if (first === Infinity) { return "not reached by the deploy"; }
       if (t < first) { return "waiting"; }
       if (t >= last) { return "done"; }
       return "between phases";

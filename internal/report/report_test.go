@@ -62,7 +62,7 @@ func TestWrite_FailedDeploy(t *testing.T) {
 	rn := rec.Deploys[0].Probe.Totals.ReachedNothing
 	for _, want := range []string{
 		`<h1 id="verdict" class="bad">` + deployrec.Thousands(rn) + ` of 12,000 requests reached nothing`,
-		`v1 → v2 FAILED: host web-2 failed at verify`,
+		`<p class="outcome bad">✗ v1 → v2 FAILED: host web-2 failed at verify`,
 		`class="seg ph ph-verify failed"`,
 		`class="seg ph ph-rollback"`,
 		`class="c rn mark"`,
@@ -123,6 +123,30 @@ func TestNiceStep(t *testing.T) {
 	for raw, want := range map[float64]float64{0: 1, 0.3: 0.5, 1: 1, 1.4: 2, 4: 5, 7: 10, 12: 15, 45: 60, 100: 120} {
 		if got := niceStep(raw); got != want {
 			t.Errorf("niceStep(%v) = %v, want %v", raw, got, want)
+		}
+	}
+}
+
+// TestWrite_FailedDeployDroppingNothing: a failed deploy that dropped
+// nothing (mythex rolled back in time) keeps a green headline; the outcome
+// line says it failed.
+func TestWrite_FailedDeployDroppingNothing(t *testing.T) {
+	rec := synthetic(3, 60, 200, 1)
+	d := &rec.Deploys[0]
+	for i := range d.Probe.Seconds {
+		d.Probe.Seconds[i].OK += d.Probe.Seconds[i].ReachedNothing
+		d.Probe.Seconds[i].ReachedNothing = 0
+	}
+	d.Probe.Totals.OK += d.Probe.Totals.ReachedNothing
+	d.Probe.Totals.ReachedNothing = 0
+	var buf bytes.Buffer
+	if err := Write(&buf, rec); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{`<h1 id="verdict" class="good">0 of 12,000 requests reached nothing`, `<p class="outcome bad">✗ v1 → v2 FAILED`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q", want)
 		}
 	}
 }
