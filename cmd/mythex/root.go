@@ -74,6 +74,7 @@ measures a deploy by the requests that reached nothing.`,
 		newPublishCmd(),
 		newCertsCmd(),
 		newStatusCmd(),
+		newHistoryCmd(),
 	)
 	return root
 }
