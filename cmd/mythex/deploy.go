@@ -70,7 +70,8 @@ a deploy that succeeds but lets a request reach nothing exits 1.
 phases, the load balancer's view of each target, and with --measure the
 requests by outcome, versions answering and latency, second by second).
 With --json the prober's seconds join the event stream as
-{"kind":"probe_second",...} lines.
+{"kind":"probe_second",...} lines, and its summary goes to stderr as
+{"kind":"probe","report":{...}} (stdout still ends with the result).
 
 Tokens: the agents' from --agent-token-file or $` + agentTokenEnv + `, the load
 balancer's from --lb-token-file, load_balancer.admin_token_file or $` + lbTokenEnv + `.
