@@ -148,6 +148,10 @@ func runAgent(ctx context.Context, f agentFlags) error {
 				return usagef("load balancer admin token: %v (or run with --no-lb)", err)
 			}
 			rec = agent.Recovery{LB: lbRegistrar{lb.NewClient(adminURL(cfg.LoadBalancer.AdminListen), lbToken, nil)}, TargetID: h.Name, TargetAddress: h.Target}
+		} else if !f.noLB && cfg.LoadBalancer.Kind == fleet.KindHAProxy {
+			if rec, err = haproxyRecovery(cfg, h); err != nil {
+				return err
+			}
 		}
 	}
 	if f.listen == "" {

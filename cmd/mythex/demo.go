@@ -42,6 +42,10 @@ counts the requests that reached nothing.
 local Docker engine (examples/docker/compose.yaml; the image, FROM scratch
 with this binary, is built first and removed afterwards with every container).
 
+--lb haproxy runs it behind a real HAProxy (Debian: apt-get install haproxy)
+instead of the embedded load balancer: a generated haproxy.cfg with an admin
+stats socket, driven through HAProxy's Runtime API (docs/haproxy.md).
+
 Every duration is multiplied by --time-scale so the demo ends in well under a
 minute; the relations between them, which are what matter, stay as they are.
 Ctrl-C stops it and every process it started.
@@ -55,6 +59,7 @@ Exit status: 0 when every deploy succeeded and no request reached nothing,
 1 otherwise, 2 for bad flags.`,
 		Example: `  go run ./cmd/mythex demo
   go run ./cmd/mythex demo --profile before
+  go run ./cmd/mythex demo --lb haproxy
   go run ./cmd/mythex demo --runtime docker
   go run ./cmd/mythex demo --report demo.html
   go run ./cmd/mythex demo --deploys 20 --rate 500 --json | jq '{requests, reached_nothing}'`,
@@ -73,6 +78,8 @@ Exit status: 0 when every deploy succeeded and no request reached nothing,
 				return usagef("--time-scale %g: give a factor more than 0 and at most 10 (1 runs the real numbers)", o.TimeScale)
 			case o.Profile != demo.ProfileAfter && o.Profile != demo.ProfileBefore:
 				return usagef("--profile %q: use after or before", o.Profile)
+			case o.LB != demo.LBEmbedded && o.LB != demo.LBHAProxy:
+				return usagef("--lb %q: use %s or %s", o.LB, demo.LBEmbedded, demo.LBHAProxy)
 			}
 			if err := checkReportPath(reportPath); err != nil {
 				return err
@@ -126,6 +133,7 @@ Exit status: 0 when every deploy succeeded and no request reached nothing,
 	fl.IntVar(&o.Deploys, "deploys", 1, "deploys under load (v1 → v2 → v3 …)")
 	fl.BoolVar(&o.Keep, "keep", false, "keep the fleet's directory (config, state, logs) afterwards")
 	fl.StringVar(&o.Runtime, "runtime", demo.RuntimeProcess, "what runs the services: process, or docker (containers on the local Docker engine; a static mythex for the image is built from source when this one is not)")
+	fl.StringVar(&o.LB, "lb", demo.LBEmbedded, "the load balancer: embedded (mythex lb, in this process) or haproxy (a real HAProxy, driven through its Runtime API)")
 	fl.StringVar(&reportPath, "report", "", "write an HTML report of every deploy under load to this file (self-contained, opens offline)")
 	fl.BoolVar(&asJSON, "json", false, `print {"requests", "reached_nothing", "deploys": [...]} as JSON instead of progress`)
 	return cmd

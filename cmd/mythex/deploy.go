@@ -140,9 +140,11 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 	if err != nil {
 		return deploy.Result{}, usagef("agent token: %v", err)
 	}
-	lbToken, err := auth.LoadToken(firstNonEmpty(f.lbTokenFile, cfg.LoadBalancer.AdminTokenFile), lbTokenEnv)
-	if err != nil {
-		return deploy.Result{}, usagef("load balancer token: %v", err)
+	var lbToken string
+	if cfg.LoadBalancer.Kind != fleet.KindHAProxy { // HAProxy's Runtime API has no token
+		if lbToken, err = auth.LoadToken(firstNonEmpty(f.lbTokenFile, cfg.LoadBalancer.AdminTokenFile), lbTokenEnv); err != nil {
+			return deploy.Result{}, usagef("load balancer token: %v", err)
+		}
 	}
 	// The timing doctor's verdict, before anything is touched.
 	for _, r := range timing.Evaluate(cfg.Config).Results {
@@ -150,7 +152,7 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 			fmt.Fprintf(errOut, "warning: timing invariant %s fails: %s (see mythex check -f %s)\n", r.Name, r.Formula, cfg.Path)
 		}
 	}
-	o, err := deploy.ForFleet(ctx, cfg, f.version, agentToken, lbToken)
+	o, err := deployOptions(ctx, cfg, f.version, agentToken, lbToken, errOut)
 	if err != nil {
 		return deploy.Result{}, err
 	}

@@ -102,6 +102,9 @@ func runStatus(ctx context.Context, cfg *fleet.Loaded, f statusFlags, out, errOu
 // statusLB is the driver status reads the load balancer through; nil for a
 // kind it cannot read (then no LB column).
 func statusLB(cfg *fleet.Loaded, f statusFlags) (lbport.Driver, error) {
+	if cfg.LoadBalancer.Kind == fleet.KindHAProxy && cfg.LoadBalancer.RuntimeAPI != "" {
+		return haproxyStatusDriver(cfg)
+	}
 	if cfg.LoadBalancer.Kind != fleet.KindEmbedded {
 		return nil, nil
 	}

@@ -69,6 +69,8 @@ type Options struct {
 	// (containers on the local Docker engine; Exe must be statically
 	// linked).
 	Runtime string
+	// LB is the load balancer: LBEmbedded (default) or LBHAProxy.
+	LB string
 	// Adjust, when set, changes the scaled profile before the fleet starts
 	// (tests widen a timeout for a loaded machine).
 	Adjust func(*fleet.Config)
@@ -234,7 +236,7 @@ func Run(ctx context.Context, o Options) (sum Summary, err error) {
 	fmt.Fprintf(out, "  health check every %v, unhealthy after %d, drain serves %v, drain mode %s\n",
 		hc.Interval, hc.UnhealthyThreshold, cfg.Drain.ServePeriod, cfg.Deploy.DrainMode)
 
-	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: o.Hosts, Exe: o.Exe, Dir: o.Dir, Logger: o.Logger, Runtime: o.Runtime})
+	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: o.Hosts, Exe: o.Exe, Dir: o.Dir, Logger: o.Logger, Runtime: o.Runtime, LB: o.LB})
 	if err != nil {
 		return sum, err
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/lbport/haproxy/local"
 )
 
 //go:embed compose.yaml
@@ -54,6 +55,8 @@ type FleetOptions struct {
 	// (containers of the sample app image on the local Docker engine, from
 	// examples/docker/compose.yaml; Exe must then be statically linked).
 	Runtime string
+	// LB is the load balancer: LBEmbedded (default) or LBHAProxy.
+	LB string
 }
 
 // Runtimes the demo's agents can use.
@@ -79,6 +82,7 @@ type Fleet struct {
 	exited   []chan struct{}
 	lbCancel context.CancelFunc
 	lbDone   chan error
+	haproxy  *local.HAProxy // nil behind the embedded LB
 }
 
 // StartFleet writes the fleet's config, starts the load balancer and one agent
@@ -106,6 +110,13 @@ func StartFleet(ctx context.Context, o FleetOptions) (_ *Fleet, err error) {
 	cfg.LoadBalancer.Listen = addr(ports[0])
 	cfg.LoadBalancer.AdminListen = addr(ports[1])
 	cfg.Deploy.Compose = "compose.yaml"
+	switch o.LB {
+	case "", LBEmbedded:
+	case LBHAProxy:
+		useHAProxy(&cfg, o.Dir)
+	default:
+		return nil, fmt.Errorf("%w: load balancer %q; use %s or %s", fleet.ErrInvalid, o.LB, LBEmbedded, LBHAProxy)
+	}
 	hc := cfg.LoadBalancer.HealthCheck
 	cfg.Hosts = nil
 	for i := range o.Hosts {
@@ -161,7 +172,12 @@ func StartFleet(ctx context.Context, o FleetOptions) (_ *Fleet, err error) {
 	if f.Loaded, err = fleet.Load(path); err != nil {
 		return nil, fmt.Errorf("the demo wrote a config it cannot read: %w", err)
 	}
-	if err := f.startLB(o.Logger); err != nil {
+	if f.Loaded.LoadBalancer.Kind == fleet.KindHAProxy {
+		err = f.startHAProxy(ctx)
+	} else {
+		err = f.startLB(o.Logger)
+	}
+	if err != nil {
 		return nil, err
 	}
 	for _, h := range f.Loaded.Hosts {
@@ -277,7 +293,7 @@ func (f *Fleet) Deploy(ctx context.Context, version string, vars map[string]stri
 			return deploy.Result{}, err
 		}
 	}
-	o, err := deploy.ForFleet(ctx, &loaded, version, f.AgentToken, f.LBToken)
+	o, err := f.deployOptions(ctx, &loaded, version)
 	if err != nil {
 		return deploy.Result{}, err
 	}
@@ -337,6 +353,7 @@ func (f *Fleet) Close() error {
 			errs = append(errs, fmt.Errorf("agent %d did not stop within %v; killed", i+1, grace))
 		}
 	}
+	f.haproxy.Stop()
 	if f.lbCancel != nil {
 		f.lbCancel()
 		if err := <-f.lbDone; err != nil && !errors.Is(err, context.Canceled) {

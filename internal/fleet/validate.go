@@ -38,6 +38,7 @@ func (c *Config) validate(p *problems) {
 	if lb.PropagationMax != 0 && lb.PropagationMax < lb.PropagationMargin {
 		p.add("load_balancer.propagation_max", "must be at least propagation_margin (%v), got %v; leave it out to use propagation_margin", lb.PropagationMargin, lb.PropagationMax)
 	}
+	c.validateHAProxy(p)
 	hostPort(p, "load_balancer.listen", lb.Listen)
 	hostPort(p, "load_balancer.admin_listen", lb.AdminListen)
 

@@ -3,6 +3,7 @@ package publish
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/mythex/mythex/internal/lb"
 )
@@ -20,6 +21,9 @@ var _ Router = LBRouter{}
 // Register implements Router. Registering a draining target makes it
 // initial again (the LB's contract).
 func (r LBRouter) Register(ctx context.Context, id, address string) error {
+	if address == "" {
+		return fmt.Errorf("machine %s has no address to route to", id)
+	}
 	_, err := r.Client.Register(ctx, id, address)
 	return err
 }

@@ -13,6 +13,8 @@ import (
 // (RegisterTargets, DeregisterTargets, DescribeTargetHealth).
 type Router interface {
 	// Register adds machine id, reachable at address (host:port), as a target.
+	// address is empty for machines only the platform's own proxy reaches
+	// (Fly): a router that needs one returns an error.
 	// The router checks its health before routing to it. Registering a
 	// registered target is not an error.
 	Register(ctx context.Context, id, address string) error
