@@ -64,6 +64,10 @@ func wireService(s runtime.ServiceStatus) agentapi.ServiceStatus {
 		t := s.StartedAt
 		out.StartedAt = &t
 	}
+	if !s.FinishedAt.IsZero() {
+		t := s.FinishedAt
+		out.FinishedAt = &t
+	}
 	if !s.Running() && !s.FinishedAt.IsZero() {
 		c := s.ExitCode
 		out.ExitCode = &c

@@ -82,7 +82,7 @@ func (c *Client) do(ctx context.Context, method, path, lease string, in, out any
 		if ctx.Err() != nil {
 			return fmt.Errorf("agent %s %s: %w", method, c.base+path, ctx.Err())
 		}
-		return fmt.Errorf("%w: %s %s: %v", ErrUnreachable, method, c.base+path, err)
+		return fmt.Errorf("%w: %s %s: %w", ErrUnreachable, method, c.base+path, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {

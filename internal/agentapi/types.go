@@ -84,8 +84,13 @@ type ServiceStatus struct {
 	SpecHash string `json:"spec_hash"`
 	Running  bool   `json:"running"`
 	// ID is the process id or container id.
-	ID           string     `json:"id,omitempty"`
-	StartedAt    *time.Time `json:"started_at,omitempty"`
+	ID        string     `json:"id,omitempty"`
+	StartedAt *time.Time `json:"started_at,omitempty"`
+	// FinishedAt is when the instance last ended (exited or was stopped);
+	// nil while it has never ended. With StartedAt and ID it lets a deploy
+	// look twice: an instance that kept its ID and StartedAt and whose
+	// FinishedAt did not move has stayed up between two looks.
+	FinishedAt   *time.Time `json:"finished_at,omitempty"`
 	ExitCode     *int       `json:"exit_code,omitempty"`
 	RestartCount int        `json:"restart_count"`
 	Health       string     `json:"health"`

@@ -45,6 +45,9 @@ type TargetView struct {
 	InFlight int
 	// Reason is the LB's reason code for the state.
 	Reason string
+	// Checks says how far the target is on its way back, e.g. "1/2 checks
+	// passed"; "" when the LB does not say.
+	Checks string
 }
 
 // LB is what the deploy needs of the load balancer's admin API.

@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/mythex/mythex/internal/lb"
 )
@@ -11,6 +12,9 @@ import (
 // API (mythex lb).
 type EmbeddedLB struct {
 	Client *lb.Client
+	// HealthyThreshold is the target group's healthy threshold, for saying
+	// how many passed checks a target still needs; 0 leaves it unsaid.
+	HealthyThreshold int
 }
 
 var _ LB = EmbeddedLB{}
@@ -22,21 +26,41 @@ func (e EmbeddedLB) Target(ctx context.Context, id string) (TargetView, error) {
 		return TargetView{}, nil
 	}
 	if err != nil {
-		return TargetView{}, err
+		return TargetView{}, unavailable(err)
 	}
-	return TargetView{
+	v := TargetView{
 		Registered: t.State.String() != "unused",
 		State:      t.State.String(),
 		InRotation: t.InRotation,
 		InFlight:   int(t.InFlight),
 		Reason:     string(t.Reason),
-	}, nil
+	}
+	if e.HealthyThreshold > 0 && (v.State == "initial" || v.State == "unhealthy") {
+		passed := 0
+		for _, c := range t.LastChecks { // newest first
+			if !c.OK {
+				break
+			}
+			passed++
+		}
+		v.Checks = fmt.Sprintf("%d/%d checks passed", min(passed, e.HealthyThreshold), e.HealthyThreshold)
+	}
+	return v, nil
+}
+
+// unavailable marks the admin API's 5xx answers as worth a retry.
+func unavailable(err error) error {
+	var ae *lb.APIError
+	if errors.As(err, &ae) && ae.Status >= 500 {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
 }
 
 // Register registers the target (state initial).
 func (e EmbeddedLB) Register(ctx context.Context, id, address string) error {
 	_, err := e.Client.Register(ctx, id, address)
-	return err
+	return unavailable(err)
 }
 
 // Deregister starts draining the target.
@@ -45,5 +69,5 @@ func (e EmbeddedLB) Deregister(ctx context.Context, id string) error {
 	if errors.Is(err, lb.ErrTargetNotFound) {
 		return nil
 	}
-	return err
+	return unavailable(err)
 }

@@ -24,12 +24,16 @@ func ForFleet(ctx context.Context, cfg *fleet.Loaded, version, agentToken, lbTok
 	if len(cfg.Hosts) == 0 {
 		return Options{}, &fleet.FieldError{File: cfg.Path, Field: "hosts", Msg: "no hosts: list the servers to deploy to"}
 	}
+	if err := CheckCompose(ctx, cfg); err != nil {
+		return Options{}, err
+	}
 	o := Options{
 		Config:  &cfg.Config,
 		Version: version,
-		LB:      EmbeddedLB{Client: lb.NewClient("http://"+cfg.LoadBalancer.AdminListen, lbToken, nil)},
-		Front:   &HTTPFront{URL: "http://" + cfg.LoadBalancer.Listen + "/"},
-		Verify:  cfg.Deploy.Verify,
+		LB: EmbeddedLB{Client: lb.NewClient("http://"+cfg.LoadBalancer.AdminListen, lbToken, nil),
+			HealthyThreshold: cfg.LoadBalancer.HealthCheck.HealthyThreshold},
+		Front:  &HTTPFront{URL: "http://" + cfg.LoadBalancer.Listen + "/"},
+		Verify: cfg.Deploy.Verify,
 	}
 	for i, h := range cfg.Hosts {
 		if h.Agent == "" {
@@ -40,11 +44,14 @@ func ForFleet(ctx context.Context, cfg *fleet.Loaded, version, agentToken, lbTok
 		if err != nil {
 			return Options{}, err
 		}
+		if err := CheckServices(cfg, h.Name, d); err != nil {
+			return Options{}, err
+		}
 		b, err := d.Encode()
 		if err != nil {
 			return Options{}, err
 		}
-		o.Hosts = append(o.Hosts, Host{Name: h.Name, Target: h.Target, Agent: agentapi.NewClient(h.Agent, agentToken, nil), Definition: b})
+		o.Hosts = append(o.Hosts, Host{Name: h.Name, Target: h.Target, Agent: agentapi.NewClient(h.Agent, agentToken, nil), Definition: b, Local: isLocal(h.Agent)})
 	}
 	return o, nil
 }

@@ -74,7 +74,10 @@ func (r *Recorder) Event(e deploy.Event) {
 	defer r.mu.Unlock()
 	d := r.openLocked()
 	d.Events = append(d.Events, e)
-	if e.Host != "" && !slices.Contains(d.Hosts, e.Host) {
+	// A capacity wait is labelled with its whole batch ("web-1,web-2"),
+	// which is no host of its own.
+	batchLabel := e.Phase == deploy.PhaseCapacity && e.Kind != deploy.EventTarget
+	if e.Host != "" && !batchLabel && !slices.Contains(d.Hosts, e.Host) {
 		d.Hosts = append(d.Hosts, e.Host)
 	}
 }

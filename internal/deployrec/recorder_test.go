@@ -163,3 +163,22 @@ func TestRecorder_EndDeployLearnsFrom(t *testing.T) {
 		})
 	}
 }
+
+// TestRecorder_CapacityBatchLabelIsNoHost: the capacity wait before a batch
+// is labelled with the batch ("web-1,web-2"); the report must not draw it as
+// a host of its own, while a target the capacity check polled is a host.
+func TestRecorder_CapacityBatchLabelIsNoHost(t *testing.T) {
+	r := New("mythex deploy", clockwork.NewFakeClockAt(t0))
+	r.BeginDeploy("", "v2", []string{"web-1", "web-2", "web-3"})
+	r.Event(deploy.Event{At: t0, Host: "web-1,web-2", Phase: deploy.PhaseCapacity, Kind: deploy.EventProgress, Detail: "waiting"})
+	r.Event(deploy.Event{At: t0, Host: "web-1,web-2", Phase: deploy.PhaseCapacity, Kind: deploy.EventEnd, Elapsed: 1})
+	r.Event(deploy.Event{At: t0, Host: "web-4", Phase: deploy.PhaseCapacity, Kind: deploy.EventTarget, Target: &deploy.TargetState{State: "healthy"}})
+	r.Close()
+	d := r.Recording().Deploys[0]
+	if want := []string{"web-1", "web-2", "web-3", "web-4"}; !reflect.DeepEqual(d.Hosts, want) {
+		t.Errorf("hosts %v, want %v", d.Hosts, want)
+	}
+	if len(d.Events) != 3 {
+		t.Errorf("%d events recorded, want all 3", len(d.Events))
+	}
+}
