@@ -3,14 +3,14 @@
 # scale, RUNS times each (default 3). Per run: requests, requests that reached
 # nothing, the fault's bound (its physical cost), the ratio, and the version the
 # whole fleet settled on. Targets: every run within its bound; degraded-fleet,
-# deployer-kill and lb-restart (and agent-kill, when the demo has it) at 0.
-# Usage: bench/faults.sh [RUNS=3] [RATE=200] [FAULTS="late-crash degraded-fleet deployer-kill lb-restart"]
+# deployer-kill, agent-kill and lb-restart at 0.
+# Usage: bench/faults.sh [RUNS=3] [RATE=200] [FAULTS="late-crash degraded-fleet deployer-kill lb-restart agent-kill"]
 # Loopback only; every process it starts is stopped by the demo itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-3}
 RATE=${2:-200}
-FAULTS=${3:-late-crash degraded-fleet deployer-kill lb-restart}
+FAULTS=${3:-late-crash degraded-fleet deployer-kill lb-restart agent-kill}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/mythex" ./cmd/mythex

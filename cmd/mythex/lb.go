@@ -43,14 +43,14 @@ from --token-file, load_balancer.admin_token_file or $MYTHEX_LB_TOKEN.
 
 State changes are logged; requests are not. SIGINT or SIGTERM shut it down cleanly.`,
 		Example: `  # run the LB of the seed fleet, token from the environment
-  MYTHEX_LB_TOKEN=s3cret mythex lb -f examples/seed/after.yml
+  MYTHEX_LB_TOKEN=$(openssl rand -hex 32) mythex lb -f examples/seed/after.yml
 
   # other addresses, token from a file, JSON logs
   mythex lb -f mythex.yml --listen 127.0.0.1:8080 --admin-listen 127.0.0.1:8079 \
       --token-file /etc/mythex/lb.token --log-format json
 
   # watch the targets
-  curl -H "Authorization: Bearer s3cret" http://127.0.0.1:9079/v1/targets`,
+  curl -H "Authorization: Bearer $MYTHEX_LB_TOKEN" http://127.0.0.1:9079/v1/targets`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := fleet.Load(file)
@@ -83,10 +83,10 @@ State changes are logged; requests are not. SIGINT or SIGTERM shut it down clean
 					tokenFile = filepath.Join(cfg.Dir(), tokenFile)
 				}
 			}
-			token, err := auth.LoadToken(tokenFile, lbTokenEnv)
+			token, err := auth.LoadAdminToken(tokenFile, lbTokenEnv, "--token-file or load_balancer.admin_token_file")
 			if err != nil {
-				if errors.Is(err, auth.ErrNoToken) {
-					return usagef("the admin API needs a bearer token: %v", err)
+				if errors.Is(err, auth.ErrNoToken) || errors.Is(err, auth.ErrShortToken) {
+					return usagef("the admin API needs a bearer token of at least %d bytes: %v", auth.MinTokenBytes, err)
 				}
 				return withCode(exitBadUse, err)
 			}

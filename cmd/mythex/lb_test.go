@@ -78,12 +78,12 @@ func TestLBCmd_BadInputExits2(t *testing.T) {
 		token   string
 		wantErr string
 	}{
-		{"timeout not below interval", []string{"lb", "-f", timeoutAboveInterval(t)}, "tok", "load_balancer.health_check.timeout"},
-		{"unknown algorithm", []string{"lb", "-f", good, "--algorithm", "random"}, "tok", "load_balancer.algorithm"},
+		{"timeout not below interval", []string{"lb", "-f", timeoutAboveInterval(t)}, "tok-0123456789abcdef", "load_balancer.health_check.timeout"},
+		{"unknown algorithm", []string{"lb", "-f", good, "--algorithm", "random"}, "tok-0123456789abcdef", "load_balancer.algorithm"},
 		{"no token", []string{"lb", "-f", good}, "", "needs a bearer token"},
-		{"admin beyond loopback", []string{"lb", "-f", good, "--admin-listen", "0.0.0.0:9079"}, "tok", "--admin-allow-remote"},
-		{"bad log format", []string{"lb", "-f", good, "--log-format", "xml"}, "tok", "--log-format"},
-		{"not the embedded kind", []string{"lb", "-f", lbConfig(t, "127.0.0.1:9101", "127.0.0.1:9080", "127.0.0.1:9079", "  kind: haproxy\n")}, "tok", "embedded"},
+		{"admin beyond loopback", []string{"lb", "-f", good, "--admin-listen", "0.0.0.0:9079"}, "tok-0123456789abcdef", "--admin-allow-remote"},
+		{"bad log format", []string{"lb", "-f", good, "--log-format", "xml"}, "tok-0123456789abcdef", "--log-format"},
+		{"not the embedded kind", []string{"lb", "-f", lbConfig(t, "127.0.0.1:9101", "127.0.0.1:9080", "127.0.0.1:9079", "  kind: haproxy\n")}, "tok-0123456789abcdef", "embedded"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,7 +144,7 @@ func TestLBCmd_ServesRegistersAndStops(t *testing.T) {
 	t.Cleanup(backend.Close)
 	listen, admin := freeAddr(t), freeAddr(t)
 	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokenFile, []byte("s3cret-0123456789abcdef\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg := lbConfig(t, strings.TrimPrefix(backend.URL, "http://"), listen, admin, "")
@@ -158,7 +158,7 @@ func TestLBCmd_ServesRegistersAndStops(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
 
-	c := lb.NewClient(admin, "s3cret", nil)
+	c := lb.NewClient(admin, "s3cret-0123456789abcdef", nil)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		st, err := c.Target(ctx, "web-1")
@@ -213,7 +213,7 @@ func TestLBCmd_SIGTERMStopsTheProcessCleanly(t *testing.T) {
 	listen, admin := freeAddr(t), freeAddr(t)
 	cfg := lbConfig(t, strings.TrimPrefix(backend.URL, "http://"), listen, admin, "")
 	cmd := exec.Command(bin, "lb", "-f", cfg)
-	cmd.Env = append(os.Environ(), lbTokenEnv+"=s3cret")
+	cmd.Env = append(os.Environ(), lbTokenEnv+"=s3cret-0123456789abcdef")
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
@@ -227,7 +227,7 @@ func TestLBCmd_SIGTERMStopsTheProcessCleanly(t *testing.T) {
 			<-exited
 		}
 	})
-	c := lb.NewClient(admin, "s3cret", nil)
+	c := lb.NewClient(admin, "s3cret-0123456789abcdef", nil)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		st, err := c.Target(context.Background(), "web-1")

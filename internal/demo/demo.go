@@ -451,6 +451,9 @@ func judgeFault(ctx context.Context, f *Fleet, o Options, fault *Fault, from, ve
 	if f.RestartErr != nil {
 		return nil, fmt.Errorf("fault %s: %w", fault.Name, f.RestartErr)
 	}
+	if f.AgentKillErr != nil {
+		return nil, fmt.Errorf("fault %s: %w", fault.Name, f.AgentKillErr)
+	}
 	if f.RestartTook > 0 {
 		fmt.Fprintf(out, "the load balancer was restarted: its admin API was down for %.2fs\n", f.RestartTook.Seconds())
 	}
@@ -461,6 +464,9 @@ func judgeFault(ctx context.Context, f *Fleet, o Options, fault *Fault, from, ve
 	fmt.Fprintf(out, "waiting (at most %v) for the fleet to settle: one version everywhere, last known good, verified, healthy and in rotation\n", limit.Round(time.Millisecond))
 	begin := time.Now()
 	fr.FleetVersionAfter, fr.Unsettled = f.Settle(ctx, limit)
+	if fault.AnyVersion && fr.FleetVersionAfter != "" {
+		fr.WantVersion = fr.FleetVersionAfter
+	}
 	if fr.Unsettled == "" {
 		fmt.Fprintf(out, "fleet settled on %s after %.1fs\n", fr.FleetVersionAfter, time.Since(begin).Seconds())
 	} else {

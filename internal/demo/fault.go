@@ -45,6 +45,11 @@ type Fault struct {
 	// NewVersionWins says whether the fleet should end on the new version
 	// (true) or on the old one (false).
 	NewVersionWins bool
+	// AnyVersion: the fleet may end on either version — but on one, verified
+	// and in rotation everywhere (agent-kill: whether the deploy carries on
+	// with the lease the restarted agent resumed, or fails and rolls back,
+	// depends on when the agent comes back).
+	AnyVersion bool
 	// Bound is the most requests that may reach nothing at rate req/s on
 	// hosts hosts, with conns the connections the load opened (a bound on
 	// those it held open at any moment): the physical cost of the fault,
@@ -150,6 +155,25 @@ func init() {
 		DeployOK:       true,
 		NewVersionWins: true,
 		Bound:          keepAliveRace,
+	})
+}
+
+func init() {
+	register(Fault{
+		Name: "agent-kill",
+		What: "web-1's agent is SIGKILLed as web-1 begins to stop (its services keep running) and started again a lease TTL later",
+		Expect: "the restarted agent resumes the lease it persisted; the deploy either carries on through it or fails web-1 and the " +
+			"fleet is rolled back, and the agent's own recovery returns web-1 to its last good version: one version everywhere, in rotation",
+		During: func(ctx context.Context, f *Fleet, e deploy.Event) {
+			if e.Host == f.Loaded.Hosts[0].Name && e.Phase == deploy.PhaseStop && e.Kind == deploy.EventBegin {
+				go f.killAgentOnce(ctx, 0, f.Loaded.Deploy.LeaseTTL)
+			}
+		},
+		Settle: func(cfg *fleet.Config) time.Duration {
+			return 2*cfg.Deploy.LeaseTTL + cfg.Drain.Max + 4*healthyWait(cfg)
+		},
+		AnyVersion: true,
+		Bound:      zero,
 	})
 }
 

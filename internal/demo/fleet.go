@@ -69,6 +69,12 @@ const (
 
 // Fleet is a running local fleet. Close it to stop every process it started.
 type Fleet struct {
+	// agentKillOnce and AgentKillErr are the agent-kill fault's.
+	agentKillOnce sync.Once
+	// AgentKillErr is why the agent-kill fault could not kill or restart the agent.
+	AgentKillErr error
+	// exe is the mythex binary the agents run (agent-kill restarts one).
+	exe string
 	// Loaded is the fleet's mythex.yml as written and read back.
 	Loaded *fleet.Loaded
 	// AgentToken and LBToken are the bearer tokens of the agents and the LB.
@@ -108,7 +114,7 @@ func StartFleet(ctx context.Context, o FleetOptions) (_ *Fleet, err error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	f := &Fleet{dir: o.Dir, AgentToken: token(), LBToken: token()}
+	f := &Fleet{dir: o.Dir, exe: o.Exe, AgentToken: token(), LBToken: token()}
 	defer func() {
 		if err != nil {
 			f.Close()
