@@ -448,6 +448,11 @@ func judgeFault(ctx context.Context, f *Fleet, o Options, fault *Fault, from, ve
 			return nil, fmt.Errorf("fault %s: repair: %w", fault.Name, err)
 		}
 	}
+	// A fault's goroutine (the LB restart, the agent kill) may still be
+	// running: wait for it, which also orders its results before the reads
+	// below (they were a data race under -race).
+	f.restartOnce.Do(func() {})
+	f.agentKillOnce.Do(func() {})
 	if f.RestartErr != nil {
 		return nil, fmt.Errorf("fault %s: %w", fault.Name, f.RestartErr)
 	}
