@@ -72,6 +72,9 @@ func (d *Deployer) readTargets(ctx context.Context) []targetRead {
 	reads := make([]targetRead, 0, len(d.o.Hosts))
 	for _, h := range d.o.Hosts {
 		t, err := d.o.LB.Target(ctx, h.Name)
+		if err == nil {
+			d.sawTarget(h.Name, PhaseCapacity, t)
+		}
 		reads = append(reads, targetRead{Host: h.Name, View: t, Err: err})
 	}
 	return reads

@@ -247,6 +247,7 @@ func (d *Deployer) putBack(ctx context.Context, st *hostState, p Phase) (string,
 	if err != nil {
 		return "", err
 	}
+	d.sawTarget(st.h.Name, p, t)
 	if st.deregistered || !t.Registered || t.State == "draining" {
 		if err := d.lbChange(ctx, st, p, "register with the load balancer", func(ctx context.Context) error {
 			return d.o.LB.Register(ctx, st.h.Name, st.h.Target)
@@ -319,6 +320,7 @@ func (d *Deployer) lookTwice(ctx context.Context, st *hostState, version string,
 		if err != nil {
 			return nil, err
 		}
+		d.sawTarget(h.Name, p, t)
 		el := d.clock.Since(begin)
 		if !inService(t) {
 			if !d.clock.Now().Before(deadline) {
@@ -406,6 +408,7 @@ func (d *Deployer) waitTarget(ctx context.Context, host string, p Phase, limit t
 	for {
 		t, err := d.o.LB.Target(ctx, host)
 		if err == nil {
+			d.sawTarget(host, p, t)
 			last, lastErr = t, nil
 			if cond(t) {
 				return t, nil
