@@ -225,3 +225,40 @@ func TestReconciler_RestoredReleaseJudgedByFailedReleasesCrashes(t *testing.T) {
 		t.Errorf("current after reconcile = %s (%s); want %s live", cur.ID, cur.Status, good.Release.ID)
 	}
 }
+
+// TestReconciler_UnsettledRollbackIsNotYet: the update back to v1 lags past
+// --restore-timeout, so the rollback of v2 ends unsettled with the machine
+// still on v2. The reconciler's check of v1 (still the current release) is
+// "not yet" while the machine runs v2 — never a failure of v1 — and judges v1
+// from the write that restored it once it lands.
+func TestReconciler_UnsettledRollbackIsNotYet(t *testing.T) {
+	e := newEnv(t, false, Options{LookInterval: 10 * time.Second, RestoreTimeout: 5 * time.Second})
+	e.p.capacity = 50
+	good := e.publish(t, req(imgGood))
+	e.mu.Lock()
+	e.onEvent = func(ev Event) {
+		if strings.Contains(ev.Message, "rolling back") {
+			e.p.mu.Lock()
+			e.p.updateLag = 2 * time.Minute // the v2 process drains for 2 min
+			e.p.mu.Unlock()
+		}
+	}
+	e.mu.Unlock()
+	bad := e.publish(t, req(imgFast))
+	e.mu.Lock()
+	e.onEvent = nil
+	e.mu.Unlock()
+	if bad.Rollback == nil || bad.Rollback.Error == "" {
+		t.Fatalf("rollback = %+v; want one that did not settle within the restore timeout", bad.Rollback)
+	}
+	checks := e.reconcileOnce(t)
+	if len(checks) != 1 || checks[0].Release != good.Release.ID || checks[0].Action != ActionNone ||
+		checks[0].Verdict == nil || checks[0].Verdict.Status == StatusFailed {
+		t.Fatalf("reconcile while the machine still runs v2 = %+v; want %s not yet (none, not failed)", checks, good.Release.ID)
+	}
+	e.clock.Advance(2 * time.Minute)
+	checks = e.reconcileOnce(t)
+	if len(checks) != 1 || checks[0].Action != ActionNone || checks[0].Verdict == nil || checks[0].Verdict.Status != StatusLive {
+		t.Fatalf("reconcile once the rollback landed = %+v; want %s: none (verdict live)", checks, good.Release.ID)
+	}
+}
