@@ -164,10 +164,24 @@ func (r *Reconciler) recheck(ctx context.Context, rel Release) Check {
 	if rel.LastLook != nil {
 		prior = []Look{*rel.LastLook}
 	}
+	// A release restored by a rollback is judged from the write that
+	// restored it, never from the crashes of the release it replaced; a
+	// machine not yet back on it is "not yet".
+	all, err := g.store.List(ctx, rel.App)
+	if err != nil {
+		c.Note = err.Error()
+		return c
+	}
+	since, before, replacedAt := restoredTimes(rel, all)
+	if rel.LastLook != nil && before != nil && !rel.LastLook.At.After(replacedAt) {
+		// The last look predates the release that replaced it: no baseline
+		// (its launch/update events would give the judge the old t0).
+		prior = nil
+	}
 	v, looks, err := g.judgeLoop(ctx, judgement{
 		app: rel.App, release: rel.ID, image: rel.Config.Image, machines: rel.Judged(), t0: rel.LiveAt,
 		deadline: now.Add(g.opts.StableFor + g.opts.ReconcileWindow), health: rel.Health, appProbe: rel.Strategy == StrategyInPlace,
-		policy: g.opts.policy(), prior: prior, since: rel.Since,
+		policy: g.opts.policy(), prior: prior, since: since, before: before,
 	})
 	c.Verdict = &v
 	if err != nil {

@@ -182,3 +182,83 @@ func TestReconciler_FinishesUnknown(t *testing.T) {
 		}
 	}
 }
+
+// TestReconciler_RestoredReleaseJudgedByFailedReleasesCrashes: in place, v1
+// goes live, v2 crash-loops and is rolled back to v1 on the same machine. The
+// machine's event list still holds v2's crashes, all later than v1's own
+// publish — the reconciler must judge the restored v1 from the platform's
+// event that restored it, never from the crashes of the release it replaced.
+// Before the fix v1 kept its first publish's t0 and was failed (and rolled
+// back further) for v2's crash loop.
+func TestReconciler_RestoredReleaseJudgedByFailedReleasesCrashes(t *testing.T) {
+	// Looks 10 s apart: v2 crashes more than once before the gate sees it.
+	e := newEnv(t, false, Options{LookInterval: 10 * time.Second})
+	e.p.capacity = 50 // the machine's list keeps v2's crashes past the restore, as the local platform's does
+	good := e.publish(t, req(imgGood))
+	bad := e.publish(t, req(imgFast))
+	if bad.Release.Status != ReleaseRolledBack || bad.Release.RolledBackTo != good.Release.ID {
+		t.Fatalf("crashing release = %s (to %q); want rolled back to %s", bad.Release.Status, bad.Release.RolledBackTo, good.Release.ID)
+	}
+	crashes := 0
+	for _, id := range bad.Release.Machines {
+		m, err := e.p.Get(context.Background(), "api", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crashes += len(crashesSince(m.Events, good.Release.CreatedAt, platform.RestartAlways))
+	}
+	if crashes < 2 {
+		t.Fatalf("the machines' events hold %d crashes since %s was published; the test needs v2's crash loop in them", crashes, good.Release.ID)
+	}
+	e.clock.Advance(time.Second)
+	n := len(e.p.Calls())
+	checks := e.reconcileOnce(t)
+	if len(checks) != 1 || checks[0].Action != ActionNone || checks[0].Release != good.Release.ID ||
+		checks[0].Verdict == nil || checks[0].Verdict.Status != StatusLive {
+		t.Fatalf("reconcile after the rollback = %+v; want %s: none (verdict live)", checks, good.Release.ID)
+	}
+	if c := e.p.Calls()[n:]; len(c) != 0 {
+		t.Errorf("calls while checking the restored release: %q", c)
+	}
+	cur, _, _ := e.store.Current(context.Background(), "api")
+	if cur.ID != good.Release.ID || cur.Status != ReleaseLive {
+		t.Errorf("current after reconcile = %s (%s); want %s live", cur.ID, cur.Status, good.Release.ID)
+	}
+}
+
+// TestReconciler_UnsettledRollbackIsNotYet: the update back to v1 lags past
+// --restore-timeout, so the rollback of v2 ends unsettled with the machine
+// still on v2. The reconciler's check of v1 (still the current release) is
+// "not yet" while the machine runs v2 — never a failure of v1 — and judges v1
+// from the write that restored it once it lands.
+func TestReconciler_UnsettledRollbackIsNotYet(t *testing.T) {
+	e := newEnv(t, false, Options{LookInterval: 10 * time.Second, RestoreTimeout: 5 * time.Second})
+	e.p.capacity = 50
+	good := e.publish(t, req(imgGood))
+	e.mu.Lock()
+	e.onEvent = func(ev Event) {
+		if strings.Contains(ev.Message, "rolling back") {
+			e.p.mu.Lock()
+			e.p.updateLag = 2 * time.Minute // the v2 process drains for 2 min
+			e.p.mu.Unlock()
+		}
+	}
+	e.mu.Unlock()
+	bad := e.publish(t, req(imgFast))
+	e.mu.Lock()
+	e.onEvent = nil
+	e.mu.Unlock()
+	if bad.Rollback == nil || bad.Rollback.Error == "" {
+		t.Fatalf("rollback = %+v; want one that did not settle within the restore timeout", bad.Rollback)
+	}
+	checks := e.reconcileOnce(t)
+	if len(checks) != 1 || checks[0].Release != good.Release.ID || checks[0].Action != ActionNone ||
+		checks[0].Verdict == nil || checks[0].Verdict.Status == StatusFailed {
+		t.Fatalf("reconcile while the machine still runs v2 = %+v; want %s not yet (none, not failed)", checks, good.Release.ID)
+	}
+	e.clock.Advance(2 * time.Minute)
+	checks = e.reconcileOnce(t)
+	if len(checks) != 1 || checks[0].Action != ActionNone || checks[0].Verdict == nil || checks[0].Verdict.Status != StatusLive {
+		t.Fatalf("reconcile once the rollback landed = %+v; want %s: none (verdict live)", checks, good.Release.ID)
+	}
+}
