@@ -495,7 +495,7 @@ func newRaceHost(t *testing.T, seed uint64) *raceHost {
 	})
 	a, err := New(Config{
 		Host: "web-1", StateDir: dir, Runtime: rt, RuntimeName: "race",
-		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:       slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Watchdog:     &watchdog.Policy{Interval: 2 * time.Millisecond, FailuresBeforeHeal: 3},
 		StartTimeout: 300 * time.Millisecond,
 	})
