@@ -179,17 +179,6 @@ func lookEvents(ev []publish.Event) []publish.Event {
 	return out
 }
 
-func latestCrash(e publish.Event) time.Time {
-	var lc time.Time
-	m := e.Look.Machines[0].Machine
-	for _, ev := range m.Events {
-		if publish.IsCrash(ev, m.Config.Restart.Effective().Policy) && ev.At().After(lc) {
-			lc = ev.At()
-		}
-	}
-	return lc
-}
-
 // benchOne publishes a good v1 (judged quickly by a second gate), then the
 // shape at the default timings; it returns the time to the verdict, the
 // ideal, and the verdict.

@@ -40,12 +40,12 @@ func TestBench_FlyFake(t *testing.T) {
 		store, lockDir := openStore(t), t.TempDir()
 		good := flyReq("registry.fly.io/api:good", platform.RestartAlways, 0)
 		good.Machines = 3
-		if res, err, _ := flyRun(t, f, store, lockDir, publish.Options{Window: 5 * time.Minute}, good); err != nil || res.Verdict.Status != publish.StatusLive {
+		if res, _, err := flyRun(t, f, store, lockDir, publish.Options{Window: 5 * time.Minute}, good); err != nil || res.Verdict.Status != publish.StatusLive {
 			t.Fatalf("good: %+v %v", res.Verdict, err)
 		}
 		began := f.clock.Now()
 		before := f.paced.Calls()
-		res, err, c := flyRun(t, f, store, lockDir, publish.Options{Window: 5 * time.Minute}, sh.req)
+		res, c, err := flyRun(t, f, store, lockDir, publish.Options{Window: 5 * time.Minute}, sh.req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,7 +19,7 @@ import (
 // flyRun publishes req through a paced client on the fake's clock, driving
 // the clock while the gate waits. It returns the result, the error and the
 // client (for its call counts).
-func flyRun(t *testing.T, f *fakeFly, store *publish.Store, lockDir string, opts publish.Options, req publish.Request) (publish.Result, error, *Client) {
+func flyRun(t *testing.T, f *fakeFly, store *publish.Store, lockDir string, opts publish.Options, req publish.Request) (publish.Result, *Client, error) {
 	t.Helper()
 	if f.paced == nil {
 		// One client for the fake's whole life, as one mythex process: its
@@ -62,7 +62,7 @@ func flyRun(t *testing.T, f *fakeFly, store *publish.Store, lockDir string, opts
 		bcancel()
 		select {
 		case <-done:
-			return res, perr, c
+			return res, c, perr
 		default:
 		}
 		if err != nil {
@@ -100,11 +100,11 @@ func TestGate_OnFlyAPI_Table(t *testing.T) {
 					f := newFakeFly(t)
 					f.maxEvents, f.skew, f.limits, f.signalNone = events, skew, true, true
 					store, lockDir := openStore(t), t.TempDir()
-					good, err, _ := flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good", platform.RestartAlways, 0))
+					good, _, err := flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good", platform.RestartAlways, 0))
 					if err != nil || good.Verdict.Status != publish.StatusLive {
 						t.Fatalf("good: %+v, %v", good.Verdict, err)
 					}
-					res, err, c := flyRun(t, f, store, lockDir, publish.Options{}, sh.req)
+					res, c, err := flyRun(t, f, store, lockDir, publish.Options{}, sh.req)
 					if err != nil || res.Verdict.Status != sh.want {
 						t.Fatalf("%s = %+v, %v; want %s", sh.name, res.Verdict, err, sh.want)
 					}
@@ -129,11 +129,11 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 func TestGate_OnFly_LeaseHeldByOthersIsNotYet(t *testing.T) {
 	f := newFakeFly(t)
 	store, lockDir := openStore(t), t.TempDir()
-	if res, err, _ := flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good", platform.RestartAlways, 0)); err != nil || res.Verdict.Status != publish.StatusLive {
+	if res, _, err := flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good", platform.RestartAlways, 0)); err != nil || res.Verdict.Status != publish.StatusLive {
 		t.Fatalf("good: %+v %v", res.Verdict, err)
 	}
 	f.holdLease("m1", "flyctl@laptop", time.Hour)
-	res, err, _ := flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good2", platform.RestartAlways, 0))
+	res, _, err := flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good2", platform.RestartAlways, 0))
 	if err != nil || res.Verdict.Status != publish.StatusUnknown || res.Rollback != nil {
 		t.Fatalf("lease held by flyctl: %+v, rollback %+v, %v; want unknown, no rollback", res.Verdict, res.Rollback, err)
 	}
@@ -145,7 +145,7 @@ func TestGate_OnFly_LeaseHeldByOthersIsNotYet(t *testing.T) {
 
 	f.holdLease("m1", "flyctl@laptop", 2*time.Second)
 	n := len(f.nonces)
-	res, err, _ = flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good3", platform.RestartAlways, 0))
+	res, _, err = flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good3", platform.RestartAlways, 0))
 	if err != nil || res.Verdict.Status != publish.StatusLive {
 		t.Fatalf("lease freed after 2 s: %+v, %v; want live", res.Verdict, err)
 	}
@@ -182,7 +182,7 @@ func TestGate_OnFly_ErrorsOnAnyEndpoint(t *testing.T) {
 			f.faults = []fakeFault{ft}
 			f.mu.Unlock()
 			n := len(f.Requests())
-			res, err, _ := flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good2", platform.RestartAlways, 0))
+			res, _, err := flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good2", platform.RestartAlways, 0))
 			if err != nil && platform.IsControlPlane(err) {
 				// The API did not answer before anything changed: the CLI's
 				// exit 3, "nothing was changed".
@@ -207,7 +207,7 @@ func TestGate_OnFly_LongUpdatingIsTransient(t *testing.T) {
 	store, lockDir := openStore(t), t.TempDir()
 	flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good", platform.RestartAlways, 0))
 	f.updatingFor = 90 * time.Second
-	res, err, _ := flyRun(t, f, store, lockDir, publish.Options{Window: 4 * time.Minute}, flyReq("registry.fly.io/api:good2", platform.RestartAlways, 0))
+	res, _, err := flyRun(t, f, store, lockDir, publish.Options{Window: 4 * time.Minute}, flyReq("registry.fly.io/api:good2", platform.RestartAlways, 0))
 	if err != nil || res.Verdict.Status != publish.StatusLive {
 		t.Fatalf("90 s in updating: %+v, %v; want live", res.Verdict, err)
 	}
@@ -221,7 +221,7 @@ func TestGate_OnFly_AutostopIsNotACrash(t *testing.T) {
 	store, lockDir := openStore(t), t.TempDir()
 	flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good", platform.RestartAlways, 0))
 	f.autostop = 10 * time.Second
-	res, err, _ := flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good2", platform.RestartAlways, 0))
+	res, _, err := flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good2", platform.RestartAlways, 0))
 	if err != nil || res.Verdict.Status != publish.StatusUnknown || res.Rollback != nil || !strings.Contains(strings.Join(res.Verdict.Reasons, " "), "autostop") {
 		t.Fatalf("autostopped replacement: %+v, rollback %+v, %v; want unknown naming autostop", res.Verdict, res.Rollback, err)
 	}
@@ -238,7 +238,7 @@ func TestGate_OnFly_IncompleteConfigRefused(t *testing.T) {
 	f.machines["m1"].hostDown = true
 	f.mu.Unlock()
 	n := len(f.Requests())
-	res, err, _ := flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good2", platform.RestartAlways, 0))
+	res, _, err := flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good2", platform.RestartAlways, 0))
 	if err != nil || res.Verdict.Status != publish.StatusUnknown || res.Rollback != nil {
 		t.Fatalf("host unreachable: %+v, %v; want unknown", res.Verdict, err)
 	}
@@ -261,7 +261,7 @@ func TestGate_OnFly_OnlyTheAppsMachines(t *testing.T) {
 	store, lockDir := openStore(t), t.TempDir()
 	flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good", platform.RestartAlways, 0))
 	rc, console := f.addMachine("fly_app_release_command"), f.addMachine("fly_app_console")
-	res, err, _ := flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good2", platform.RestartAlways, 0))
+	res, _, err := flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good2", platform.RestartAlways, 0))
 	if err != nil || res.Verdict.Status != publish.StatusLive {
 		t.Fatalf("publish beside other process groups: %+v, %v", res.Verdict, err)
 	}
@@ -332,13 +332,13 @@ func TestGate_OnFly_SleepingMachineUpdatedNotJudged(t *testing.T) {
 	store, lockDir := openStore(t), t.TempDir()
 	r := flyReq("registry.fly.io/api:good", platform.RestartAlways, 0)
 	r.Machines = 2
-	if res, err, _ := flyRun(t, f, store, lockDir, publish.Options{}, r); err != nil || res.Verdict.Status != publish.StatusLive {
+	if res, _, err := flyRun(t, f, store, lockDir, publish.Options{}, r); err != nil || res.Verdict.Status != publish.StatusLive {
 		t.Fatalf("good on 2 machines: %+v %v", res.Verdict, err)
 	}
 	if err := f.client(t, Options{}).Stop(context.Background(), "api", "m2"); err != nil {
 		t.Fatal(err)
 	}
-	res, err, _ := flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good2", platform.RestartAlways, 0))
+	res, _, err := flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good2", platform.RestartAlways, 0))
 	if err != nil || res.Verdict.Status != publish.StatusLive {
 		t.Fatalf("publish with m2 asleep: %+v, %v; want live", res.Verdict, err)
 	}
@@ -458,7 +458,7 @@ func TestGate_OnFly_SlowUpdateAnswerIsNotAFailure(t *testing.T) {
 	f.mu.Lock()
 	f.slowAnswer = map[string]time.Duration{"POST update": 3 * time.Second}
 	f.mu.Unlock()
-	res, err, _ := flyRun(t, f, store, lockDir, publish.Options{CallTimeout: time.Second}, flyReq("registry.fly.io/api:good2", platform.RestartAlways, 0))
+	res, _, err := flyRun(t, f, store, lockDir, publish.Options{CallTimeout: time.Second}, flyReq("registry.fly.io/api:good2", platform.RestartAlways, 0))
 	if err != nil || res.Verdict.Status != publish.StatusLive || res.Rollback != nil {
 		t.Fatalf("slow update answer: %+v, rollback %+v, %v; want live", res.Verdict, res.Rollback, err)
 	}
@@ -472,7 +472,7 @@ func TestGate_OnFly_Health500FailsAfterTheStartPeriod(t *testing.T) {
 	store, lockDir := openStore(t), t.TempDir()
 	flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good", platform.RestartAlways, 0))
 	began := f.clock.Now()
-	res, err, _ := flyRun(t, f, store, lockDir, publish.Options{Window: 5 * time.Minute}, flyReq("registry.fly.io/api:answers500", platform.RestartAlways, 0))
+	res, _, err := flyRun(t, f, store, lockDir, publish.Options{Window: 5 * time.Minute}, flyReq("registry.fly.io/api:answers500", platform.RestartAlways, 0))
 	if err != nil || res.Verdict.Status != publish.StatusFailed || !strings.Contains(strings.Join(res.Verdict.Reasons, " "), "HTTP 500") {
 		t.Fatalf("health 500 on Fly: %+v, %v", res.Verdict, err)
 	}
