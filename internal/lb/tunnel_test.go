@@ -111,12 +111,16 @@ func TestTunnel_ClosesAfterIdleTimeout(t *testing.T) {
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(waitFor))
+	// The LB's idle clock starts when the tunnel's last bytes pass, which is
+	// after this write: measured from here, the close can come no sooner
+	// than the idle timeout. (Measured from reading the 101, it can: the
+	// LB's clock started while the client was still parsing.)
+	start := time.Now()
 	io.WriteString(conn, "GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
 	br := bufio.NewReader(conn)
 	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
 		t.Fatalf("upgrade: %v", err)
 	}
-	start := time.Now()
 	if _, err := br.ReadByte(); err == nil {
 		t.Fatal("read a byte from a silent tunnel")
 	}
