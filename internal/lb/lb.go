@@ -38,6 +38,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Prober runs health checks. Default: NewHTTPProber().
 	Prober Prober
+	// ELBv2, when not nil, makes the admin listener also answer the ELBv2
+	// API (AWS Query protocol, POST /), SigV4-signed with its key pair.
+	ELBv2 *ELBv2Options
 }
 
 // Server is a whole load balancer: the target group, the proxy in front of it,
@@ -49,6 +52,9 @@ type Server struct {
 	Metrics *Metrics
 	// Proxy is the data path.
 	Proxy *Proxy
+	// TargetGroupARN is the ARN the ELBv2 endpoint answers for; empty when
+	// it is off.
+	TargetGroupARN string
 
 	admin           http.Handler
 	log             *slog.Logger
@@ -92,6 +98,26 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		s.Group.Close()
 		return nil, err
+	}
+	if o.ELBv2 != nil {
+		if err := o.ELBv2.Validate(); err != nil {
+			s.Group.Close()
+			return nil, err
+		}
+		clock := o.Clock
+		if clock == nil {
+			clock = clockwork.NewRealClock()
+		}
+		api := newELBv2(s.Group, *o.ELBv2, clock, o.Logger, m.elbv2Call)
+		s.TargetGroupARN = api.o.TargetGroupARN
+		bearer := admin
+		admin = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if isELBv2Request(r) {
+				api.ServeHTTP(w, r)
+				return
+			}
+			bearer.ServeHTTP(w, r)
+		})
 	}
 	s.admin = admin
 	return s, nil
