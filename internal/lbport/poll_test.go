@@ -33,7 +33,7 @@ func (f *fakeDriver) set(id string, t Target) {
 	f.states[id] = t
 }
 
-func (f *fakeDriver) Kind() string                               { return "fake" }
+func (f *fakeDriver) Kind() string                                { return "fake" }
 func (f *fakeDriver) Register(context.Context, TargetRef) error   { return nil }
 func (f *fakeDriver) Deregister(context.Context, TargetRef) error { return nil }
 func (f *fakeDriver) Settings(context.Context) (Settings, error)  { return Settings{}, nil }
