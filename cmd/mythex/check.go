@@ -17,8 +17,8 @@ import (
 
 func newCheckCmd() *cobra.Command {
 	var (
-		file   string
-		asJSON bool
+		file, lbTokenFile string
+		asJSON, live      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "check [-f mythex.yml] [--json]",
@@ -43,6 +43,11 @@ the fleet's numbers and its slack. Below it, the break points: for each number
 the relation reads, the value at which it would break (or, for a failing one,
 the value that alone would make it hold), all other numbers unchanged.
 
+--live reads the load balancer's target group (kind alb: DescribeTargetGroups and
+DescribeTargetGroupAttributes, credentials from the AWS SDK's default chain),
+evaluates the invariants on the live numbers, and lists every field where the live
+target group differs from the file; it exits 1 on any difference too.
+
 Exit status: 0 when no invariant fails, 1 when one does, 2 when the config
 cannot be read or is invalid (the error names file, line and field).`,
 		Example: `  # the seed fleet after the write-up's fixes: every invariant holds
@@ -50,6 +55,9 @@ cannot be read or is invalid (the error names file, line and field).`,
 
   # before the fixes: overlap fails by 57s, exit 1
   mythex check -f examples/seed/before.yml
+
+  # the live ALB target group against the file
+  mythex check --live -f mythex.yml
 
   # in CI, keep the failing invariants for the log
   mythex check --json | jq '.invariants[] | select(.ok | not)'`,
@@ -60,6 +68,9 @@ cannot be read or is invalid (the error names file, line and field).`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if live {
+				return runCheckLive(cmd, file, lbTokenFile, asJSON)
+			}
 			l, err := fleet.Load(file)
 			if err != nil {
 				if errors.Is(err, fleet.ErrInvalid) {
@@ -85,6 +96,8 @@ cannot be read or is invalid (the error names file, line and field).`,
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "mythex.yml", "fleet config to check")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verdicts as JSON instead of text")
+	cmd.Flags().BoolVar(&live, "live", false, "check the load balancer's live target group numbers and list where they differ from the file")
+	cmd.Flags().StringVar(&lbTokenFile, "lb-token-file", "", "the embedded LB's admin token file, for --live on kind embedded")
 	return cmd
 }
 

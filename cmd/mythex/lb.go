@@ -169,6 +169,7 @@ State changes are logged; requests are not. SIGINT or SIGTERM shut it down clean
 	f.Float64Var(&elbv2Throttle, "elbv2-throttle", 0, "answer at most this many ELBv2 calls per second, ThrottlingException beyond (0: no limit)")
 	f.BoolVar(&allowRemote, "admin-allow-remote", false, "allow an admin address beyond loopback (the token still applies)")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	cmd.AddCommand(newLBApplyCmd())
 	return cmd
 }
 
