@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mythex/mythex/internal/demo"
+	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/termui"
 )
 
@@ -40,6 +41,10 @@ counts the requests that reached nothing.
 local Docker engine (examples/docker/compose.yaml; the image, FROM scratch
 with this binary, is built first and removed afterwards with every container).
 
+--lb alb deploys through the alb driver (aws-sdk-go-v2, SigV4-signed ELBv2 calls)
+against the embedded load balancer's ELBv2 endpoint, as it would against an AWS ALB
+target group, with a scaled propagation grace; each deploy reports its ELBv2 calls.
+
 Every duration is multiplied by --time-scale so the demo ends in well under a
 minute; the relations between them, which are what matter, stay as they are.
 Ctrl-C stops it and every process it started.
@@ -48,6 +53,7 @@ Exit status: 0 when every deploy succeeded and no request reached nothing,
 1 otherwise, 2 for bad flags.`,
 		Example: `  go run ./cmd/mythex demo
   mythex demo --profile before
+  mythex demo --lb alb
   CGO_ENABLED=0 go build -o mythex ./cmd/mythex && ./mythex demo --runtime docker
   mythex demo --deploys 20 --rate 500 --json | jq '{requests, reached_nothing}'`,
 		Args: cobra.NoArgs,
@@ -65,6 +71,8 @@ Exit status: 0 when every deploy succeeded and no request reached nothing,
 				return usagef("--time-scale %g: give a factor more than 0 and at most 10 (1 runs the real numbers)", o.TimeScale)
 			case o.Profile != demo.ProfileAfter && o.Profile != demo.ProfileBefore:
 				return usagef("--profile %q: use after or before", o.Profile)
+			case o.LBKind != fleet.KindEmbedded && o.LBKind != fleet.KindALB:
+				return usagef("--lb %q: use embedded (its admin API) or alb (the alb driver through its ELBv2 endpoint)", o.LBKind)
 			}
 			var out io.Writer = os.Stdout
 			o.Mode = termui.Plain
@@ -99,6 +107,7 @@ Exit status: 0 when every deploy succeeded and no request reached nothing,
 	fl.IntVar(&o.Deploys, "deploys", 1, "deploys under load (v1 → v2 → v3 …)")
 	fl.BoolVar(&o.Keep, "keep", false, "keep the fleet's directory (config, state, logs) afterwards")
 	fl.StringVar(&o.Runtime, "runtime", demo.RuntimeProcess, "what runs the services: process, or docker (containers on the local Docker engine; needs a CGO_ENABLED=0 mythex)")
+	fl.StringVar(&o.LBKind, "lb", fleet.KindEmbedded, "how deploys drive the load balancer: embedded (its admin API) or alb (the alb driver through the embedded LB's ELBv2 endpoint)")
 	fl.BoolVar(&asJSON, "json", false, `print {"requests", "reached_nothing", "deploys": [...]} as JSON instead of progress`)
 	return cmd
 }
@@ -114,6 +123,9 @@ func printDemoSummary(w io.Writer, s demo.Summary) {
 		p := d.Probe
 		fmt.Fprintf(w, "  requests %d · reached nothing %d · drain signals %d · app errors %d · ok %d · p99 %.1fms\n",
 			p.Requests, p.ReachedNothing, p.DrainSignals, p.AppErrors, p.OK, p.P99Millis)
+		if d.LBCalls > 0 {
+			fmt.Fprintf(w, "  ELBv2 API calls %d (%.1f per host)\n", d.LBCalls, float64(d.LBCalls)/float64(max(len(d.Hosts), 1)))
+		}
 		if len(p.Reasons) > 0 {
 			var rs []string
 			for _, r := range p.Reasons {

@@ -106,9 +106,11 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 	if err != nil {
 		return deploy.Result{}, usagef("agent token: %v", err)
 	}
-	lbToken, err := auth.LoadToken(firstNonEmpty(f.lbTokenFile, cfg.LoadBalancer.AdminTokenFile), lbTokenEnv)
-	if err != nil {
-		return deploy.Result{}, usagef("load balancer token: %v", err)
+	var lbToken string
+	if cfg.LoadBalancer.Kind != fleet.KindALB { // an ALB takes the AWS SDK's credentials
+		if lbToken, err = auth.LoadToken(firstNonEmpty(f.lbTokenFile, cfg.LoadBalancer.AdminTokenFile), lbTokenEnv); err != nil {
+			return deploy.Result{}, usagef("load balancer token: %v", err)
+		}
 	}
 	// The timing doctor's verdict, before anything is touched.
 	for _, r := range timing.Evaluate(cfg.Config).Results {

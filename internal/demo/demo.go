@@ -13,6 +13,7 @@ import (
 	"github.com/mythex/mythex/examples/seed"
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/probe"
 	"github.com/mythex/mythex/internal/termui"
 )
@@ -62,6 +63,10 @@ type Options struct {
 	// (containers on the local Docker engine; Exe must be statically
 	// linked).
 	Runtime string
+	// LBKind is how deploys drive the load balancer: fleet.KindEmbedded
+	// (default, its admin API) or fleet.KindALB (the alb driver through the
+	// embedded LB's ELBv2 endpoint).
+	LBKind string
 	// Adjust, when set, changes the scaled profile before the fleet starts
 	// (tests widen a timeout for a loaded machine).
 	Adjust func(*fleet.Config)
@@ -108,11 +113,14 @@ type DeployReport struct {
 	Bound    deploy.Bound        `json:"bound"`
 	Probe    ProbeSummary        `json:"probe"`
 	Versions []VersionSpan       `json:"versions"`
+	// LBCalls is how many ELBv2 API calls the deploy made (--lb alb).
+	LBCalls int64 `json:"lb_calls,omitempty"`
 }
 
 // Summary is the whole demo, as `mythex demo --json` prints it.
 type Summary struct {
 	Profile        string         `json:"profile"`
+	LBKind         string         `json:"lb_kind,omitempty"`
 	TimeScale      float64        `json:"time_scale"`
 	Hosts          int            `json:"hosts"`
 	Rate           float64        `json:"rate"`
@@ -207,7 +215,7 @@ func Run(ctx context.Context, o Options) (sum Summary, err error) {
 			defer os.RemoveAll(o.Dir)
 		}
 	}
-	sum = Summary{Profile: o.Profile, TimeScale: o.TimeScale, Hosts: o.Hosts, Rate: o.Rate}
+	sum = Summary{Profile: o.Profile, LBKind: o.LBKind, TimeScale: o.TimeScale, Hosts: o.Hosts, Rate: o.Rate}
 	if o.Keep {
 		sum.Dir = o.Dir
 	}
@@ -224,7 +232,8 @@ func Run(ctx context.Context, o Options) (sum Summary, err error) {
 	fmt.Fprintf(out, "  health check every %v, unhealthy after %d, drain serves %v, drain mode %s\n",
 		hc.Interval, hc.UnhealthyThreshold, cfg.Drain.ServePeriod, cfg.Deploy.DrainMode)
 
-	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: o.Hosts, Exe: o.Exe, Dir: o.Dir, Logger: o.Logger, Runtime: o.Runtime})
+	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: o.Hosts, Exe: o.Exe, Dir: o.Dir, Logger: o.Logger, Runtime: o.Runtime, LBKind: o.LBKind,
+		LBPoll: time.Duration(float64(lbport.DefaultPollInterval) * o.TimeScale)})
 	if err != nil {
 		return sum, err
 	}
@@ -296,6 +305,7 @@ func deployUnderLoad(ctx context.Context, f *Fleet, o Options, from, version str
 	sleepCtx(ctx, hc.Interval*time.Duration(hc.UnhealthyThreshold)+hc.Timeout)
 	report := p.Stop()
 	rep.OK, rep.Hosts, rep.Seconds, rep.Bound = derr == nil, res.Hosts, res.Seconds, res.Bound
+	rep.LBCalls = f.LBCalls
 	if derr != nil {
 		rep.Error = derr.Error()
 	}

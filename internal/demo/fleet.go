@@ -24,11 +24,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
 	dockerexample "github.com/mythex/mythex/examples/docker"
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/lbport/fleetlb"
 )
 
 //go:embed compose.yaml
@@ -52,6 +55,16 @@ type FleetOptions struct {
 	// (containers of the sample app image on the local Docker engine, from
 	// examples/docker/compose.yaml; Exe must then be statically linked).
 	Runtime string
+	// LBKind is how the deploy drives the load balancer: fleet.KindEmbedded
+	// (default: its admin API) or fleet.KindALB (the alb driver, through the
+	// embedded LB's ELBv2 endpoint, signed with a key pair made for the run).
+	LBKind string
+	// LBPoll is how often a deploy polls the load balancer (LBKind alb).
+	// Default: the deploy's, a tenth of the health check interval.
+	LBPoll time.Duration
+	// ELBv2Throttle, when more than 0, makes the LB's ELBv2 endpoint answer
+	// only this many calls per second (LBKind alb).
+	ELBv2Throttle float64
 }
 
 // Runtimes the demo's agents can use.
@@ -70,6 +83,14 @@ type Fleet struct {
 	AgentToken, LBToken string
 	// LB is the embedded load balancer, running in this process.
 	LB *lb.Server
+	// ELBv2Key is the key pair of the LB's ELBv2 endpoint (LBKind alb).
+	ELBv2Key lb.KeyPair
+	// LBCalls is how many load balancer API calls the last Deploy made
+	// (LBKind alb).
+	LBCalls int64
+
+	lbPoll   time.Duration
+	throttle float64
 
 	dir      string
 	docker   *dockerFleet // nil on the process runtime
@@ -89,7 +110,7 @@ func StartFleet(ctx context.Context, o FleetOptions) (_ *Fleet, err error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	f := &Fleet{dir: o.Dir, AgentToken: token(), LBToken: token()}
+	f := &Fleet{dir: o.Dir, AgentToken: token(), LBToken: token(), lbPoll: o.LBPoll, throttle: o.ELBv2Throttle}
 	defer func() {
 		if err != nil {
 			f.Close()
@@ -103,6 +124,25 @@ func StartFleet(ctx context.Context, o FleetOptions) (_ *Fleet, err error) {
 	cfg.LoadBalancer.Kind = fleet.KindEmbedded
 	cfg.LoadBalancer.Listen = addr(ports[0])
 	cfg.LoadBalancer.AdminListen = addr(ports[1])
+	switch o.LBKind {
+	case "", fleet.KindEmbedded:
+	case fleet.KindALB:
+		// The embedded LB stands in for the ALB: the deploy reaches it only
+		// through its ELBv2 endpoint, as it would reach AWS.
+		cfg.LoadBalancer.Kind = fleet.KindALB
+		cfg.LoadBalancer.TargetType = fleet.TargetTypeIP
+		cfg.LoadBalancer.Endpoint = "http://" + cfg.LoadBalancer.AdminListen
+		cfg.LoadBalancer.Region = lb.DefaultELBv2Region
+		cfg.LoadBalancer.TargetGroupARN = lb.DefaultTargetGroupARN
+		// A propagation grace that exercises the handshake's wait yet keeps
+		// the overlap invariant: half the slack between the serve period and
+		// the health check's detection time.
+		hc := cfg.LoadBalancer.HealthCheck
+		cfg.LoadBalancer.PropagationMargin = max(0, (cfg.Drain.ServePeriod-time.Duration(hc.UnhealthyThreshold)*hc.Interval-hc.Timeout)/2)
+		f.ELBv2Key = lb.KeyPair{AccessKeyID: "AKIAMYTHEXDEMO" + strings.ToUpper(token()[:6]), SecretAccessKey: token()}
+	default:
+		return nil, fmt.Errorf("%w: load balancer kind %q; use %s or %s", fleet.ErrInvalid, o.LBKind, fleet.KindEmbedded, fleet.KindALB)
+	}
 	cfg.Deploy.Compose = "compose.yaml"
 	hc := cfg.LoadBalancer.HealthCheck
 	cfg.Hosts = nil
@@ -181,7 +221,12 @@ func (f *Fleet) startLB(log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	srv, err := lb.New(lb.Options{Settings: settings, Token: f.LBToken, Logger: log, ShutdownTimeout: 2 * time.Second})
+	o := lb.Options{Settings: settings, Token: f.LBToken, Logger: log, ShutdownTimeout: 2 * time.Second}
+	if f.Loaded.LoadBalancer.Kind == fleet.KindALB {
+		o.ELBv2 = &lb.ELBv2Options{Key: f.ELBv2Key, Region: f.Loaded.LoadBalancer.Region, TargetGroupARN: f.Loaded.LoadBalancer.TargetGroupARN,
+			Throttle: f.throttle}
+	}
+	srv, err := lb.New(o)
 	if err != nil {
 		return err
 	}
@@ -279,6 +324,16 @@ func (f *Fleet) Deploy(ctx context.Context, version string, vars map[string]stri
 	o, err := deploy.ForFleet(ctx, &loaded, version, f.AgentToken, f.LBToken)
 	if err != nil {
 		return deploy.Result{}, err
+	}
+	var alb *deploy.PortLB
+	if loaded.LoadBalancer.Kind == fleet.KindALB {
+		creds := credentials.NewStaticCredentialsProvider(f.ELBv2Key.AccessKeyID, f.ELBv2Key.SecretAccessKey, "")
+		if alb, err = deploy.ALBLB(ctx, &loaded, fleetlb.Options{Credentials: creds}); err != nil {
+			return deploy.Result{}, err
+		}
+		// The demo's timings are scaled down: poll at its pace, not 2 s.
+		o.LB, o.Poll = alb, f.lbPoll
+		defer func() { f.LBCalls = alb.D.(interface{ Calls() int64 }).Calls() }()
 	}
 	o.Holder = "mythex demo " + version
 	o.TargetServices = []string{"gateway"}
