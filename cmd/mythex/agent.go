@@ -18,7 +18,9 @@ import (
 	"github.com/mythex/mythex/internal/agent"
 	"github.com/mythex/mythex/internal/auth"
 	"github.com/mythex/mythex/internal/fleet"
-	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/lbapi"
+	"github.com/mythex/mythex/internal/lbport/embedded"
+	"github.com/mythex/mythex/internal/lbport/fleetlb"
 	"github.com/mythex/mythex/internal/runtime"
 	"github.com/mythex/mythex/internal/runtime/docker"
 	"github.com/mythex/mythex/internal/runtime/process"
@@ -147,7 +149,8 @@ func runAgent(ctx context.Context, f agentFlags) error {
 			if err != nil {
 				return usagef("load balancer admin token: %v (or run with --no-lb)", err)
 			}
-			rec = agent.Recovery{LB: lbRegistrar{lb.NewClient(adminURL(cfg.LoadBalancer.AdminListen), lbToken, nil)}, TargetID: h.Name, TargetAddress: h.Target}
+			ref := fleetlb.Ref(cfg.LoadBalancer, h)
+			rec = agent.Recovery{LB: embedded.New(lbapi.NewClient(adminURL(cfg.LoadBalancer.AdminListen), lbToken, nil)), TargetID: ref.ID, TargetAddress: ref.Address}
 		}
 	}
 	if f.listen == "" {
@@ -297,14 +300,6 @@ func stopAllServices(rt runtime.Runtime, log *slog.Logger) {
 	for range n {
 		<-done
 	}
-}
-
-// lbRegistrar adapts the load balancer's admin client to agent.Registrar.
-type lbRegistrar struct{ c *lb.Client }
-
-func (r lbRegistrar) Register(ctx context.Context, id, address string) error {
-	_, err := r.c.Register(ctx, id, address)
-	return err
 }
 
 func findHost(c *fleet.Config, name string) (fleet.Host, bool) {

@@ -17,7 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/lbapi"
+	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/wire"
 )
 
@@ -157,11 +158,11 @@ func TestLBCmd_ServesRegistersAndStops(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
 
-	c := lb.NewClient(admin, "s3cret", nil)
+	c := lbapi.NewClient(admin, "s3cret", nil)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		st, err := c.Target(ctx, "web-1")
-		if err == nil && st.State == lb.StateHealthy && st.InRotation {
+		if err == nil && st.State == lbport.StateHealthy && st.InRotation {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -178,7 +179,7 @@ func TestLBCmd_ServesRegistersAndStops(t *testing.T) {
 	if resp.StatusCode != 200 || string(b) != "app /hello" || resp.Header.Get(wire.HeaderLB) != "" {
 		t.Fatalf("through the LB: %d %q marker %q", resp.StatusCode, b, resp.Header.Get(wire.HeaderLB))
 	}
-	if _, err := lb.NewClient(admin, "wrong", nil).Targets(ctx); err == nil {
+	if _, err := lbapi.NewClient(admin, "wrong", nil).Targets(ctx); err == nil {
 		t.Fatal("admin API answered a wrong token")
 	}
 
@@ -227,11 +228,11 @@ func TestLBCmd_SIGTERMStopsTheProcessCleanly(t *testing.T) {
 			<-exited
 		}
 	})
-	c := lb.NewClient(admin, "s3cret", nil)
+	c := lbapi.NewClient(admin, "s3cret", nil)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		st, err := c.Target(context.Background(), "web-1")
-		if err == nil && st.State == lb.StateHealthy {
+		if err == nil && st.State == lbport.StateHealthy {
 			break
 		}
 		if time.Now().After(deadline) {

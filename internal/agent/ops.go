@@ -12,6 +12,7 @@ import (
 
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/definition"
+	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/runtime"
 )
 
@@ -401,7 +402,7 @@ func (a *Agent) recover(l Lease) {
 		return
 	}
 	if rc := a.cfg.Recovery; rc.LB != nil {
-		if err := rc.LB.Register(ctx, rc.TargetID, rc.TargetAddress); err != nil {
+		if err := rc.LB.Register(ctx, lbport.TargetRef{ID: rc.TargetID, Address: rc.TargetAddress}); err != nil {
 			a.log.Error("recovery: could not put the target back into the load balancer", "target", rc.TargetID, "err", err)
 			return
 		}

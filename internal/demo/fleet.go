@@ -325,15 +325,17 @@ func (f *Fleet) Deploy(ctx context.Context, version string, vars map[string]stri
 	if err != nil {
 		return deploy.Result{}, err
 	}
-	var alb *deploy.PortLB
 	if loaded.LoadBalancer.Kind == fleet.KindALB {
 		creds := credentials.NewStaticCredentialsProvider(f.ELBv2Key.AccessKeyID, f.ELBv2Key.SecretAccessKey, "")
-		if alb, err = deploy.ALBLB(ctx, &loaded, fleetlb.Options{Credentials: creds}); err != nil {
+		d, err := fleetlb.Open(ctx, loaded.LoadBalancer, fleetlb.Options{Credentials: creds})
+		if err != nil {
 			return deploy.Result{}, err
 		}
 		// The demo's timings are scaled down: poll at its pace, not 2 s.
-		o.LB, o.Poll = alb, f.lbPoll
-		defer func() { f.LBCalls = alb.D.(interface{ Calls() int64 }).Calls() }()
+		o.LB, o.Poll = d, f.lbPoll
+		if c, ok := d.(interface{ Calls() int64 }); ok {
+			defer func() { f.LBCalls = c.Calls() }()
+		}
 	}
 	o.Holder = "mythex demo " + version
 	o.TargetServices = []string{"gateway"}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/lbport"
 )
 
 // Errors Run returns (wrapped) besides a *StepError.
@@ -55,10 +56,13 @@ func (e *StepError) Unwrap() error { return e.Err }
 
 // Host is one host to deploy to.
 type Host struct {
-	// Name is the host's name and its target id in the load balancer.
+	// Name is the host's name.
 	Name string
 	// Target is the host:port the load balancer routes to.
 	Target string
+	// Ref is the host's target in the load balancer. Default: id Name,
+	// address Target (the embedded LB's naming).
+	Ref lbport.TargetRef
 	// Agent is the host's agent.
 	Agent Agent
 	// Definition is the canonical JSON of the definition to publish to this host.
@@ -75,8 +79,9 @@ type Options struct {
 	Holder string
 	// Hosts in deploy order.
 	Hosts []Host
-	// LB is the load balancer's admin API.
-	LB LB
+	// LB drives the load balancer. After a target reads unused the deploy
+	// waits Config.LoadBalancer.PropagationMargin more (the propagation grace).
+	LB lbport.Driver
 	// Front sends requests through the load balancer for verification.
 	Front Front
 	// Verify lists the services checked on every host; empty means every
@@ -137,6 +142,7 @@ type Deployer struct {
 	clock clockwork.Clock
 	obs   *serialObserver
 	bound Bound
+	lb    *lbView
 }
 
 // New checks opts and returns a Deployer. It returns an error wrapping
@@ -181,7 +187,8 @@ func New(opts Options) (*Deployer, error) {
 	if opts.Holder == "" {
 		opts.Holder = "deploy " + opts.Version
 	}
-	return &Deployer{o: opts, clock: opts.Clock, obs: &serialObserver{o: opts.Observer}, bound: LowerBound(opts.Config)}, nil
+	return &Deployer{o: opts, clock: opts.Clock, obs: &serialObserver{o: opts.Observer}, bound: LowerBound(opts.Config),
+		lb: newLBView(opts.LB, opts.Config.LoadBalancer.PropagationMargin, opts.Clock)}, nil
 }
 
 func (d *Deployer) emit(host string, p Phase, k EventKind, elapsed time.Duration, detail string) {
@@ -246,7 +253,7 @@ func (d *Deployer) preflight(ctx context.Context) (map[string]string, error) {
 		if st.Definitions.Current != nil {
 			prev[h.Name] = st.Definitions.Current.Version
 		}
-		if _, err := d.o.LB.Target(ctx, h.Name); err != nil {
+		if _, err := d.lb.Target(ctx, h); err != nil {
 			probs = append(probs, fmt.Sprintf("load balancer (target %s): %v", h.Name, err))
 		}
 	}
@@ -320,9 +327,7 @@ func (d *Deployer) sweep(ctx context.Context) error {
 		// One slow health check can flip a target for an interval; the
 		// sweep waits, bounded, for the LB's settled view.
 		r := &hostRun{d: d, h: h}
-		if _, err := r.waitTarget(ctx, healthyTimeout(d.o.Config), func(t TargetView) bool {
-			return t.Registered && t.State == "healthy" && t.InRotation
-		}); err != nil {
+		if _, err := r.waitTarget(ctx, healthyTimeout(d.o.Config), lbport.InService); err != nil {
 			probs = append(probs, fmt.Sprintf("host %s: load balancer does not report it healthy and in rotation: %v", h.Name, err))
 		}
 	}

@@ -8,15 +8,16 @@ import (
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/definition"
 	"github.com/mythex/mythex/internal/fleet"
-	"github.com/mythex/mythex/internal/lb"
 	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/lbport/fleetlb"
 )
 
 // ForFleet builds the Options of a deploy of version to every host of cfg:
 // the one definition (deploy.compose) resolved for each host, an agent client
-// per host (hosts[].agent), the embedded load balancer's admin API and its
-// listener as the front. The caller sets Holder, Observer and
+// per host (hosts[].agent), the load balancer's driver (kind embedded: its
+// admin API with lbToken; kind alb: the ELBv2 API with the AWS SDK's default
+// credentials, polled every 2 s; drain_mode health refused) and its listener
+// as the front. The caller sets Holder, Observer and
 // TargetServices. Errors: a *fleet.FieldError or *definition.FieldError
 // (matching fleet.ErrInvalid) for a config the deploy cannot use.
 func ForFleet(ctx context.Context, cfg *fleet.Loaded, version, agentToken, lbToken string) (Options, error) {
@@ -30,17 +31,25 @@ func ForFleet(ctx context.Context, cfg *fleet.Loaded, version, agentToken, lbTok
 	o := Options{
 		Config:  &cfg.Config,
 		Version: version,
-		LB:      EmbeddedLB{Client: lb.NewClient("http://"+cfg.LoadBalancer.AdminListen, lbToken, nil)},
 		Front:   &HTTPFront{URL: "http://" + cfg.LoadBalancer.Listen + "/"},
 		Verify:  cfg.Deploy.Verify,
 	}
 	if cfg.LoadBalancer.Kind == fleet.KindALB {
-		lbo, err := albLB(ctx, cfg, fleetlb.Options{})
-		if err != nil {
-			return Options{}, err
+		if cfg.Deploy.DrainMode == fleet.DrainModeHealth {
+			return Options{}, &fleet.FieldError{File: cfg.Path, Field: "deploy.drain_mode",
+				Msg: "health cannot prove an ALB target drained (its API does not report requests in flight); use deregister or both"}
 		}
-		o.LB, o.Poll = lbo, lbport.DefaultPollInterval
+		o.Poll = lbport.DefaultPollInterval
 	}
+	d, err := fleetlb.Open(ctx, cfg.LoadBalancer, fleetlb.Options{EmbeddedToken: lbToken})
+	if err != nil {
+		var fe *fleet.FieldError
+		if errors.As(err, &fe) && fe.File == "" {
+			fe.File = cfg.Path
+		}
+		return Options{}, err
+	}
+	o.LB = d
 	for i, h := range cfg.Hosts {
 		if h.Agent == "" {
 			return Options{}, &fleet.FieldError{File: cfg.Path, Field: fmt.Sprintf("hosts[%d].agent", i),
@@ -54,37 +63,7 @@ func ForFleet(ctx context.Context, cfg *fleet.Loaded, version, agentToken, lbTok
 		if err != nil {
 			return Options{}, err
 		}
-		o.Hosts = append(o.Hosts, Host{Name: h.Name, Target: h.Target, Agent: agentapi.NewClient(h.Agent, agentToken, nil), Definition: b})
+		o.Hosts = append(o.Hosts, Host{Name: h.Name, Target: h.Target, Ref: fleetlb.Ref(cfg.LoadBalancer, h), Agent: agentapi.NewClient(h.Agent, agentToken, nil), Definition: b})
 	}
 	return o, nil
-}
-
-// ALBLB builds the deploy's LB for a kind alb fleet: the alb driver
-// (credentials from lo, or the AWS SDK's default chain), each host's target
-// (hosts[].target_id and the port of hosts[].target) and the propagation
-// grace (load_balancer.propagation_margin). A deploy in drain_mode health is
-// refused: an ALB does not report requests in flight, so only a
-// deregistration can prove a target out.
-func ALBLB(ctx context.Context, cfg *fleet.Loaded, lo fleetlb.Options) (*PortLB, error) {
-	return albLB(ctx, cfg, lo)
-}
-
-func albLB(ctx context.Context, cfg *fleet.Loaded, lo fleetlb.Options) (*PortLB, error) {
-	if cfg.Deploy.DrainMode == fleet.DrainModeHealth {
-		return nil, &fleet.FieldError{File: cfg.Path, Field: "deploy.drain_mode",
-			Msg: "health cannot prove an ALB target drained (its API does not report requests in flight); use deregister or both"}
-	}
-	d, err := fleetlb.Open(ctx, cfg.LoadBalancer, lo)
-	if err != nil {
-		var fe *fleet.FieldError
-		if errors.As(err, &fe) && fe.File == "" {
-			fe.File = cfg.Path
-		}
-		return nil, err
-	}
-	p := &PortLB{D: d, Refs: map[string]lbport.TargetRef{}, Grace: cfg.LoadBalancer.PropagationMargin}
-	for _, h := range cfg.Hosts {
-		p.Refs[h.Name] = fleetlb.Ref(cfg.LoadBalancer, h)
-	}
-	return p, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/lbport"
 )
 
 // hostRun is one host's deploy in progress.
@@ -170,7 +171,7 @@ func (r *hostRun) drain(ctx context.Context) (string, error) {
 		return "nothing running on the host: nothing to drain", nil
 	}
 	if mode == fleet.DrainModeDeregister || mode == fleet.DrainModeBoth {
-		if err := r.d.o.LB.Deregister(ctx, r.h.Name); err != nil {
+		if err := r.d.lb.Deregister(ctx, r.h); err != nil {
 			return "", fmt.Errorf("deregister from load balancer: %w", err)
 		}
 		r.deregistered = true
@@ -180,16 +181,11 @@ func (r *hostRun) drain(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("flip health of %v: %w", r.d.o.TargetServices, err)
 		}
 	}
-	t, err := r.waitTarget(ctx, cfg.Drain.Max, func(t TargetView) bool {
-		return !t.Registered || (!t.InRotation && t.InFlight == 0)
-	})
+	t, err := r.waitTarget(ctx, cfg.Drain.Max, lbport.OutOfRotation)
 	if err != nil {
 		return "", fmt.Errorf("load balancer did not take %s out of rotation: %w", r.h.Name, err)
 	}
-	if !t.Registered {
-		return fmt.Sprintf("out of rotation (%s)", describe(t)), nil
-	}
-	return fmt.Sprintf("out of rotation (%s, %d in flight)", stateOf(t), t.InFlight), nil
+	return fmt.Sprintf("out of rotation (%s)", describe(t)), nil
 }
 
 func (r *hostRun) stop(ctx context.Context) (string, error) {
@@ -217,19 +213,17 @@ func (r *hostRun) start(ctx context.Context) (string, error) {
 
 // healthy puts the target back and waits until the LB reports it healthy.
 func (r *hostRun) healthy(ctx context.Context) (string, error) {
-	t, err := r.d.o.LB.Target(ctx, r.h.Name)
+	t, err := r.d.lb.Target(ctx, r.h)
 	if err != nil {
 		return "", err
 	}
-	if r.deregistered || !t.Registered {
-		if err := r.d.o.LB.Register(ctx, r.h.Name, r.h.Target); err != nil {
+	if r.deregistered || !t.Registered() || t.State == lbport.StateDraining {
+		if err := r.d.lb.Register(ctx, r.h); err != nil {
 			return "", fmt.Errorf("register with load balancer: %w", err)
 		}
 		r.deregistered = false
 	}
-	t, err = r.waitTarget(ctx, healthyTimeout(r.d.o.Config), func(t TargetView) bool {
-		return t.Registered && t.State == "healthy" && t.InRotation
-	})
+	t, err = r.waitTarget(ctx, healthyTimeout(r.d.o.Config), lbport.InService)
 	if err != nil {
 		return "", fmt.Errorf("load balancer did not report %s healthy: %w", r.h.Name, err)
 	}
@@ -256,13 +250,13 @@ func healthyTimeout(cfg *fleet.Config) time.Duration {
 
 // waitTarget polls the LB until cond holds or limit passes; the error then
 // says what the LB last reported.
-func (r *hostRun) waitTarget(ctx context.Context, limit time.Duration, cond func(TargetView) bool) (TargetView, error) {
+func (r *hostRun) waitTarget(ctx context.Context, limit time.Duration, cond func(lbport.Target) bool) (lbport.Target, error) {
 	d := r.d
 	deadline := d.clock.Now().Add(limit)
-	var last TargetView
+	var last lbport.Target
 	var lastErr error
 	for {
-		t, err := d.o.LB.Target(ctx, r.h.Name)
+		t, err := d.lb.Target(ctx, r.h)
 		if err == nil {
 			last, lastErr = t, nil
 			if cond(t) {
@@ -336,26 +330,13 @@ func (r *hostRun) rollback() error {
 	})
 }
 
-func describe(t TargetView) string {
-	if !t.Registered {
+// describe says what the LB reports of t, e.g. "deregistered, nothing in
+// flight" or "healthy, in rotation, 0 in flight".
+func describe(t lbport.Target) string {
+	if !t.Registered() {
 		return "deregistered, nothing in flight"
 	}
-	s := stateOf(t)
-	if t.InRotation {
-		s += ", in rotation"
-	} else {
-		s += ", out of rotation"
-	}
-	return fmt.Sprintf("%s, %d in flight", s, t.InFlight)
-}
-
-// stateOf is the target's state and reason, e.g. "unhealthy
-// Target.FailedHealthChecks".
-func stateOf(t TargetView) string {
-	if t.Reason != "" {
-		return t.State + " " + t.Reason
-	}
-	return t.State
+	return lbport.Describe(t)
 }
 
 func short(hash string) string {

@@ -9,19 +9,19 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/lbapi"
 	"github.com/mythex/mythex/internal/lbport"
 )
 
 // Driver drives the embedded load balancer through its admin API client.
 type Driver struct {
-	c *lb.Client
+	c *lbapi.Client
 }
 
 var _ lbport.Driver = (*Driver)(nil)
 
 // New returns a driver over the admin API client c.
-func New(c *lb.Client) *Driver { return &Driver{c: c} }
+func New(c *lbapi.Client) *Driver { return &Driver{c: c} }
 
 // Kind is "embedded".
 func (d *Driver) Kind() string { return "embedded" }
@@ -35,7 +35,7 @@ func (d *Driver) Register(ctx context.Context, t lbport.TargetRef) error {
 // Deregister starts draining the target; an unknown target is not an error.
 func (d *Driver) Deregister(ctx context.Context, t lbport.TargetRef) error {
 	_, err := d.c.Deregister(ctx, t.ID)
-	if errors.Is(err, lb.ErrTargetNotFound) {
+	if errors.Is(err, lbapi.ErrTargetNotFound) {
 		return nil
 	}
 	return mapErr(err)
@@ -48,7 +48,7 @@ func (d *Driver) Describe(ctx context.Context, ts ...lbport.TargetRef) ([]lbport
 	if len(ts) == 1 {
 		// One target: the single-target endpoint is cheaper than listing.
 		st, err := d.c.Target(ctx, ts[0].ID)
-		if errors.Is(err, lb.ErrTargetNotFound) {
+		if errors.Is(err, lbapi.ErrTargetNotFound) {
 			return append(out, notRegistered(ts[0])), nil
 		}
 		if err != nil {
@@ -60,7 +60,7 @@ func (d *Driver) Describe(ctx context.Context, ts ...lbport.TargetRef) ([]lbport
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	byID := make(map[string]lb.TargetStatus, len(all))
+	byID := make(map[string]lbapi.TargetStatus, len(all))
 	for _, st := range all {
 		byID[st.ID] = st
 	}
@@ -89,25 +89,10 @@ func notRegistered(t lbport.TargetRef) lbport.Target {
 	return lbport.Target{ID: t.ID, Address: t.Address, State: lbport.StateUnused, Reason: lbport.ReasonNotRegistered}
 }
 
-func convert(st lb.TargetStatus) lbport.Target {
+func convert(st lbapi.TargetStatus) lbport.Target {
 	return lbport.Target{
-		ID: st.ID, Address: st.Address, State: state(st.State), Reason: lbport.Reason(st.Reason),
+		ID: st.ID, Address: st.Address, State: st.State, Reason: st.Reason,
 		Description: st.Description, InRotation: st.InRotation, InFlight: int(st.InFlight),
-	}
-}
-
-func state(s lb.State) lbport.State {
-	switch s {
-	case lb.StateInitial:
-		return lbport.StateInitial
-	case lb.StateHealthy:
-		return lbport.StateHealthy
-	case lb.StateUnhealthy:
-		return lbport.StateUnhealthy
-	case lb.StateDraining:
-		return lbport.StateDraining
-	default:
-		return lbport.StateUnused
 	}
 }
 
@@ -115,9 +100,9 @@ func mapErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, lb.ErrUnauthorized):
+	case errors.Is(err, lbapi.ErrUnauthorized):
 		return fmt.Errorf("%w: %w", lbport.ErrUnauthorized, err)
-	case errors.Is(err, lb.ErrInvalidTarget):
+	case errors.Is(err, lbapi.ErrInvalidTarget):
 		return fmt.Errorf("%w: %w", lbport.ErrInvalidTarget, err)
 	}
 	return err

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/mythex/mythex/internal/fleet"
-	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/lbapi"
 	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/lbport/alb"
 	"github.com/mythex/mythex/internal/lbport/embedded"
@@ -34,7 +34,7 @@ type Options struct {
 func Open(ctx context.Context, lbc fleet.LoadBalancer, o Options) (lbport.Driver, error) {
 	switch lbc.Kind {
 	case fleet.KindEmbedded:
-		return embedded.New(lb.NewClient("http://"+lbc.AdminListen, o.EmbeddedToken, nil)), nil
+		return embedded.New(lbapi.NewClient("http://"+lbc.AdminListen, o.EmbeddedToken, nil)), nil
 	case fleet.KindALB:
 		if lbc.TargetGroupARN == "" {
 			return nil, &fleet.FieldError{Field: "load_balancer.target_group_arn",
