@@ -52,10 +52,10 @@ Ctrl-C stops it and every process it started.
 Exit status: 0 when every deploy succeeded and no request reached nothing,
 1 otherwise, 2 for bad flags.`,
 		Example: `  go run ./cmd/mythex demo
-  mythex demo --profile before
-  mythex demo --lb alb
-  CGO_ENABLED=0 go build -o mythex ./cmd/mythex && ./mythex demo --runtime docker
-  mythex demo --deploys 20 --rate 500 --json | jq '{requests, reached_nothing}'`,
+  go run ./cmd/mythex demo --profile before
+  go run ./cmd/mythex demo --lb alb
+  go run ./cmd/mythex demo --runtime docker
+  go run ./cmd/mythex demo --deploys 20 --rate 500 --json | jq '{requests, reached_nothing}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
@@ -106,7 +106,7 @@ Exit status: 0 when every deploy succeeded and no request reached nothing,
 	fl.Float64Var(&o.Rate, "rate", 200, "load in requests per second during each deploy")
 	fl.IntVar(&o.Deploys, "deploys", 1, "deploys under load (v1 → v2 → v3 …)")
 	fl.BoolVar(&o.Keep, "keep", false, "keep the fleet's directory (config, state, logs) afterwards")
-	fl.StringVar(&o.Runtime, "runtime", demo.RuntimeProcess, "what runs the services: process, or docker (containers on the local Docker engine; needs a CGO_ENABLED=0 mythex)")
+	fl.StringVar(&o.Runtime, "runtime", demo.RuntimeProcess, "what runs the services: process, or docker (containers on the local Docker engine; a static mythex for the image is built from source when this one is not)")
 	fl.StringVar(&o.LBKind, "lb", fleet.KindEmbedded, "how deploys drive the load balancer: embedded (its admin API) or alb (the alb driver through the embedded LB's ELBv2 endpoint)")
 	fl.BoolVar(&asJSON, "json", false, `print {"requests", "reached_nothing", "deploys": [...]} as JSON instead of progress`)
 	return cmd

@@ -8,10 +8,12 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mythex/mythex/internal/auth"
+	"github.com/mythex/mythex/internal/definition"
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/termui"
@@ -102,6 +104,9 @@ func deployExit(res deploy.Result, err error) error {
 // runDeploy resolves the definition for every host and runs the rolling
 // deploy, writing progress to out and warnings to errOut.
 func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOut io.Writer) (deploy.Result, error) {
+	if err := definition.CheckVersion(f.version); err != nil {
+		return deploy.Result{}, usagef("--version: %v", err)
+	}
 	agentToken, err := auth.LoadToken(f.agentTokenFile, agentTokenEnv)
 	if err != nil {
 		return deploy.Result{}, usagef("agent token: %v", err)
@@ -133,7 +138,12 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 	case isTerminal(out):
 		mode = termui.TTY
 	}
-	r := termui.NewDeployRenderer(out, mode)
+	start := time.Now()
+	if t0, ok := measureStart(start); ok {
+		// Under `mythex measure --`: count seconds from the prober's second 0.
+		start = t0
+	}
+	r := termui.NewDeployRendererAt(out, mode, start)
 	o.Holder, o.TargetServices, o.Observer, o.AllowDowntime = holder, f.targetServices, r, f.allowDowntime
 	d, err := deploy.New(o)
 	if err != nil {

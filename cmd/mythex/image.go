@@ -44,7 +44,9 @@ and an exec-form HEALTHCHECK (a scratch image has no shell, no curl):
 
 ` + indent(string(docker.SampleAppDockerfile()), "  ") + `
 No base image is pulled and no registry is needed. The binary must be
-statically linked (CGO_ENABLED=0); by default it is this mythex binary.
+statically linked; by default it is this mythex binary, and when that one was
+built with cgo on (as ` + "`go run`" + ` makes it on most machines) a static one is built
+from the module's source first (CGO_ENABLED=0, needs Go and the source).
 
 Tag it once per version the compose file names (image: mythex/app:${MYTHEX_VERSION}):
 one image can carry every tag, the version reaches the app through
@@ -52,8 +54,7 @@ MYTHEX_APP_VERSION.
 
 Exit status: 0 built; 1 the build failed; 2 bad input (a dynamically linked
 binary, no engine reachable).`,
-		Example: `  CGO_ENABLED=0 go build -o mythex ./cmd/mythex
-  ./mythex image build --tag mythex/app:v1 --tag mythex/app:v2
+		Example: `  go run ./cmd/mythex image build --tag mythex/app:v1 --tag mythex/app:v2
   ./mythex image build --tag mythex/app:v3 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -89,6 +90,18 @@ func runImageBuild(ctx context.Context, f imageBuildFlags, out, errOut io.Writer
 			return usagef("--binary: cannot find this binary (%v); give --binary PATH", err)
 		}
 		bin = self
+	}
+	if f.binary == "" {
+		// This binary may be dynamically linked (cgo on, as `go run` makes
+		// it on most machines): build a static one from source instead.
+		tmp, err := os.MkdirTemp("", "mythex-image-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		if bin, err = docker.StaticBinary(ctx, bin, tmp, errOut); err != nil {
+			return usagef("%v; or pass --binary PATH of a static one", err)
+		}
 	}
 	if err := docker.CheckStatic(bin); err != nil {
 		if errors.Is(err, docker.ErrNotStatic) {

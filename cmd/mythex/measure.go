@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -110,7 +111,7 @@ same verdict: "verdict" (pass, fail, incomplete), "verdict_reason" and
 	f.DurationVar(&o.lateTolerance, "late-tolerance", probe.DefaultLateTolerance, "a send leaving more than this after its scheduled time counts as late")
 	f.StringVar(&o.healthPath, "health-path", probe.DefaultHealthPath, "the targets' health path: when --url's path equals it, a 503 is a drain signal")
 	f.BoolVar(&o.jsonOut, "json", false, "print the report as JSON on stdout")
-	f.BoolVar(&o.quiet, "quiet", false, "no per-second timeline on stderr")
+	f.BoolVar(&o.quiet, "quiet", false, "nothing on stderr but warnings and errors (no header, no per-second timeline)")
 	return cmd
 }
 
@@ -184,12 +185,13 @@ func runMeasure(ctx context.Context, o measureOptions, argv []string, mio measur
 	if withCommand {
 		what = fmt.Sprintf("while %s runs, then %s", strings.Join(argv, " "), o.tail)
 	}
-	fmt.Fprintf(mio.stderr, "measuring %s %s at %g req/s %s (timeout %s, max in flight %d)\n",
-		cfg.Method, cfg.URL, cfg.Rate, what, cfg.Timeout, cfg.MaxInFlight)
 	if !o.quiet {
+		fmt.Fprintf(mio.stderr, "measuring %s %s at %g req/s %s (timeout %s, max in flight %d)\n",
+			cfg.Method, cfg.URL, cfg.Rate, what, cfg.Timeout, cfg.MaxInFlight)
 		fmt.Fprintln(mio.stderr, probe.TimelineHeader())
 	}
 
+	probeStart := time.Now() // the timeline's second 0: request 0 is due at Start
 	if err := p.Start(ctx); err != nil {
 		return fmt.Errorf("start probe: %w", err)
 	}
@@ -199,7 +201,7 @@ func runMeasure(ctx context.Context, o measureOptions, argv []string, mio measur
 		if o.jsonOut {
 			cmdOut = mio.stderr // keep stdout for the JSON report
 		}
-		cmdResult = runCommand(ctx, cmdPath, argv, mio.stdin, cmdOut, mio.stderr)
+		cmdResult = runCommand(ctx, cmdPath, argv, probeStart, mio.stdin, cmdOut, mio.stderr)
 		t := time.NewTimer(o.tail)
 		select {
 		case <-t.C:
@@ -242,9 +244,13 @@ func runMeasure(ctx context.Context, o measureOptions, argv []string, mio measur
 // runCommand runs argv (path resolved) to its end, with the given streams.
 // On ctx's end the command is interrupted, then killed after
 // commandWaitDelay.
-func runCommand(ctx context.Context, path string, argv []string, stdin io.Reader, stdout, stderr io.Writer) *probe.CommandResult {
+//
+// The command gets $MYTHEX_MEASURE_START, the prober's second 0 in Unix
+// nanoseconds: `mythex deploy` counts its progress lines' seconds from it.
+func runCommand(ctx context.Context, path string, argv []string, probeStart time.Time, stdin io.Reader, stdout, stderr io.Writer) *probe.CommandResult {
 	c := exec.CommandContext(ctx, path, argv[1:]...)
 	c.Args = argv
+	c.Env = append(os.Environ(), fmt.Sprintf("%s=%d", measureStartEnv, probeStart.UnixNano()))
 	c.Stdin, c.Stdout, c.Stderr = stdin, stdout, stderr
 	c.Cancel = func() error { return c.Process.Signal(os.Interrupt) }
 	c.WaitDelay = commandWaitDelay
@@ -263,6 +269,25 @@ func runCommand(ctx context.Context, path string, argv []string, stdin io.Reader
 		}
 	}
 	return res
+}
+
+// measureStartEnv carries the prober's second 0 (Unix nanoseconds) to the
+// command measure runs.
+const measureStartEnv = "MYTHEX_MEASURE_START"
+
+// measureStart is the prober's second 0 from $MYTHEX_MEASURE_START, when
+// this process runs under `mythex measure`; ok false otherwise or when the
+// value is not a time within a day of now.
+func measureStart(now time.Time) (time.Time, bool) {
+	ns, err := strconv.ParseInt(os.Getenv(measureStartEnv), 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	t := time.Unix(0, ns)
+	if d := now.Sub(t); d < -time.Minute || d > 24*time.Hour {
+		return time.Time{}, false
+	}
+	return t, true
 }
 
 // measureOutput is mythex measure --json's output: the report's fields, then

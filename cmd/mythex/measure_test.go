@@ -24,6 +24,7 @@ import (
 //
 //	mythex ARGS...        the mythex CLI: exits with run(ARGS)'s code
 //	exit CODE [SLEEP]     a command: prints a line to stdout and stderr, waits, exits CODE
+//	start                 a command: prints $MYTHEX_MEASURE_START as measure's deploy reads it
 func TestMeasureHelperProcess(t *testing.T) {
 	if os.Getenv("MYTHEX_MEASURE_HELPER") != "1" {
 		t.Skip("helper process only")
@@ -47,6 +48,10 @@ func TestMeasureHelperProcess(t *testing.T) {
 			time.Sleep(d) // the helper's own run time, not synchronisation
 		}
 		os.Exit(code)
+	case "start":
+		t0, ok := measureStart(time.Now())
+		fmt.Printf("start %v %d\n", ok, t0.UnixNano())
+		os.Exit(0)
 	}
 	os.Exit(99)
 }
@@ -245,6 +250,9 @@ func TestMeasureCmd_ExitCodes(t *testing.T) {
 			if r.code != tc.code {
 				t.Fatalf("exit %d, want %d\nstderr:\n%s", r.code, tc.code, r.stderr)
 			}
+			if strings.Contains(r.stderr, "measuring ") {
+				t.Errorf("--quiet still printed the header: %q", r.stderr)
+			}
 			m := decodeReport(t, r)
 			if !tc.check(m) {
 				t.Errorf("report %+v", m)
@@ -348,5 +356,31 @@ func TestRunMeasure_InProcess(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "helper stderr line") || !strings.Contains(errb.String(), "v1=50 | web-1=50") {
 		t.Errorf("stderr:\n%s", errb.String())
+	}
+}
+
+// TestMeasureCmd_CommandSharesSecondZero: the command measure runs learns the
+// prober's second 0, which `mythex deploy` counts its progress lines from, so
+// "web-2 drain at 4.1s" and the timeline's second 4 are the same second.
+func TestMeasureCmd_CommandSharesSecondZero(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	t.Cleanup(srv.Close)
+	before := time.Now()
+	r := runMythex(t, append([]string{"measure", "--url", srv.URL + "/", "--rate", "20", "--tail", "0s", "--quiet", "--"}, helperArgv("start")...)...)
+	after := time.Now()
+	var ok bool
+	var ns int64
+	if _, err := fmt.Sscanf(r.stdout[strings.Index(r.stdout, "start "):], "start %t %d", &ok, &ns); err != nil || !ok {
+		t.Fatalf("the command did not get a usable $MYTHEX_MEASURE_START (%v): stdout %q stderr %q", err, r.stdout, r.stderr)
+	}
+	if t0 := time.Unix(0, ns); t0.Before(before) || t0.After(after) {
+		t.Errorf("second 0 %v is outside the run [%v, %v]", t0, before, after)
+	}
+	t.Setenv(measureStartEnv, strconv.FormatInt(ns, 10))
+	if got, ok := measureStart(after); !ok || got.UnixNano() != ns {
+		t.Errorf("measureStart = %v, %v; want the value set", got, ok)
+	}
+	if _, ok := measureStart(after.Add(48 * time.Hour)); ok {
+		t.Error("a second 0 two days old was accepted")
 	}
 }

@@ -72,6 +72,7 @@ measures a deploy by the requests that reached nothing.`,
 		newDemoCmd(),
 		newMeasureCmd(),
 		newPublishCmd(),
+		newCertsCmd(),
 	)
 	return root
 }

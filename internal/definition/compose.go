@@ -214,8 +214,9 @@ func Resolve(ctx context.Context, in Input) (*Definition, error) {
 
 // interpolationVars builds the variables interpolation may see.
 func interpolationVars(in Input, e *errs) (types.Mapping, error) {
-	if !versionRE.MatchString(in.Version) {
-		return nil, &FieldError{File: e.file, Field: "(version)", Msg: fmt.Sprintf("%q is not a valid version; use letters, digits, '_', '.', '-' (at most 128, as a Docker tag), e.g. v2 or 1.4.0", in.Version)}
+	if err := CheckVersion(in.Version); err != nil {
+		// The version is the caller's input (a flag), not the compose file's.
+		return nil, err
 	}
 	vars := types.Mapping{VarVersion: in.Version}
 	if in.Host != "" {

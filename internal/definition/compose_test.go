@@ -219,7 +219,6 @@ func TestResolve_Errors(t *testing.T) {
 		{"restart unknown", svc("    restart: sometimes\n"), Input{}, "api", "restart", "unknown restart policy"},
 		{"restart count on always", svc("    restart: always:3\n"), Input{}, "api", "restart", "only to on-failure"},
 		{"reserved var name", svc(""), Input{Vars: map[string]string{"MYTHEX_X": "1"}}, "", "(vars)", "reserved"},
-		{"bad version", svc(""), Input{Version: "v 2"}, "", "(version)", "not a valid version"},
 		{"compose schema error", svc("    stop_grace_period: [1]\n"), Input{}, "", "(compose)", "stop_grace_period"},
 		{"no image (compose rule)", "services:\n  api:\n    command: [x]\n", Input{}, "", "(compose)", "neither an image nor a build context"},
 	}
@@ -243,6 +242,33 @@ func TestResolve_Errors(t *testing.T) {
 			}
 			if fe.File != in.ComposeFile || !strings.HasPrefix(err.Error(), in.ComposeFile+": ") {
 				t.Errorf("error %q does not name the compose file %s", err, in.ComposeFile)
+			}
+		})
+	}
+}
+
+// TestResolve_BadVersion: the version is the caller's input (deploy's
+// --version), so its error names no compose file and quotes only a short
+// prefix of a long one.
+func TestResolve_BadVersion(t *testing.T) {
+	long := strings.Repeat("x", 5000) + " "
+	cases := []struct {
+		name, version, want string
+	}{
+		{"space", "v 2", `"v 2" is not a valid version`},
+		{"starts with a dot", ".v2", `".v2" is not a valid version`},
+		{"5,000 characters", long, `"` + strings.Repeat("x", 40) + `"… (5001 characters) is not a valid version`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			file := writeCompose(t, "services:\n  api:\n    image: a\n    x-mythex: {executable: /bin/a}\n")
+			_, err := Resolve(context.Background(), Input{ComposeFile: file, Version: tc.version})
+			if !errors.Is(err, ErrBadVersion) || !errors.Is(err, ErrInvalid) {
+				t.Fatalf("err = %v, want ErrBadVersion and ErrInvalid", err)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, tc.want) || strings.Contains(msg, file) || len(msg) > 300 {
+				t.Errorf("error %q: want it to start %q, not name the compose file, and stay short", msg, tc.want)
 			}
 		})
 	}

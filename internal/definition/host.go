@@ -49,10 +49,18 @@ const (
 	VarKeepAliveIdleTimeout = "MYTHEX_KEEPALIVE_IDLE_TIMEOUT"
 	// VarHealthPath is load_balancer.health_check.path.
 	VarHealthPath = "MYTHEX_HEALTH_PATH"
+	// VarHealthInterval is load_balancer.health_check.interval: a compose
+	// healthcheck's interval takes it so the agent's own checks (watchdog,
+	// start) run at the pace `mythex check` proved, from one number.
+	VarHealthInterval = "MYTHEX_HEALTH_INTERVAL"
+	// VarHealthTimeout is load_balancer.health_check.timeout, for a compose
+	// healthcheck's timeout.
+	VarHealthTimeout = "MYTHEX_HEALTH_TIMEOUT"
 )
 
 // FleetVars are the interpolation variables mythex derives from c: the drain,
-// grace and keep-alive numbers and the health path, so a compose file uses
+// grace and keep-alive numbers and the health check's path, interval and
+// timeout, so a compose file uses
 // the values `mythex check` proved (${MYTHEX_DRAIN_SERVE_PERIOD}) rather than
 // copies that can drift from them. Durations are Go duration strings.
 func FleetVars(c *fleet.Config) map[string]string {
@@ -62,5 +70,7 @@ func FleetVars(c *fleet.Config) map[string]string {
 		VarStopGracePeriod:      c.Backend.StopGracePeriod.String(),
 		VarKeepAliveIdleTimeout: c.Backend.KeepAliveIdleTimeout.String(),
 		VarHealthPath:           c.LoadBalancer.HealthCheck.Path,
+		VarHealthInterval:       c.LoadBalancer.HealthCheck.Interval.String(),
+		VarHealthTimeout:        c.LoadBalancer.HealthCheck.Timeout.String(),
 	}
 }

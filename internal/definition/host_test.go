@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mythex/mythex/internal/fleet"
 )
@@ -110,5 +111,29 @@ func TestForHost_Errors(t *testing.T) {
 				t.Errorf("err = %v, want %v containing %q", err, tc.wantErr, tc.wantMsg)
 			}
 		})
+	}
+}
+
+// TestForHost_HealthcheckPaceFromFleet: the example's compose health checks
+// take their interval and timeout from mythex.yml's load_balancer.health_check,
+// so shortening the fleet's timings is one edit, and `mythex check` proves the
+// numbers the services actually run with.
+func TestForHost_HealthcheckPaceFromFleet(t *testing.T) {
+	for _, example := range []string{"../../examples/local/mythex.yml"} {
+		fl, err := fleet.Load(example)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fl.LoadBalancer.HealthCheck.Interval = 700 * time.Millisecond
+		fl.LoadBalancer.HealthCheck.Timeout = 300 * time.Millisecond
+		d, err := ForHost(context.Background(), fl, fl.Hosts[0].Name, "v1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range d.Services {
+			if hc := s.Healthcheck; hc == nil || hc.Interval != 700*time.Millisecond || hc.Timeout != 300*time.Millisecond {
+				t.Errorf("%s %s: healthcheck %+v; want interval 700ms and timeout 300ms from load_balancer.health_check", example, s.Name, hc)
+			}
+		}
 	}
 }

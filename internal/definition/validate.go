@@ -96,7 +96,7 @@ func (d *Definition) Validate() error {
 func (d *Definition) validate(file string) error {
 	e := &errs{file: file}
 	if !versionRE.MatchString(d.Version) {
-		e.add("", "version", "%q is not a valid version; use letters, digits, '_', '.', '-' (at most 128, as a Docker tag), e.g. v2 or 1.4.0", d.Version)
+		e.add("", "version", "%s", (&VersionError{Version: d.Version}).Error())
 	}
 	if len(d.Services) == 0 {
 		e.add("", "services", "no services; define at least one service in the compose file")

@@ -334,8 +334,15 @@ func TestDeployCommand_RefusesBeforeTouchingAnything(t *testing.T) {
 	}
 }
 
+// TestDemo_DockerRuntimeDropsNothing runs the Docker demo from a mythex built
+// with cgo on, as `go run ./cmd/mythex demo --runtime docker` makes it on most
+// machines: the demo must build the static binary its image needs itself.
 func TestDemo_DockerRuntimeDropsNothing(t *testing.T) {
-	bin := mythexBin(t)
+	mythexBin(t)
+	bin, err := testbin.BuildCgo(testbin.Mythex)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if cli, err := docker.Connect(context.Background(), ""); err != nil {
 		t.Skipf("docker: %v", err)
 	} else {

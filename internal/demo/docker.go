@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
@@ -39,10 +40,12 @@ type dockerFleet struct {
 }
 
 // startDocker connects to the local engine and builds the sample app image
-// from exe (which must be statically linked: the image is FROM scratch).
-func startDocker(ctx context.Context, exe string) (*dockerFleet, error) {
-	if err := docker.CheckStatic(exe); err != nil {
-		return nil, fmt.Errorf("the Docker demo puts this mythex binary in a FROM scratch image: %w", err)
+// from exe; the image is FROM scratch, so a dynamically linked exe (cgo on)
+// is replaced by a static build from source, written into dir.
+func startDocker(ctx context.Context, exe, dir string) (*dockerFleet, error) {
+	exe, err := docker.StaticBinary(ctx, exe, dir, os.Stderr)
+	if err != nil {
+		return nil, fmt.Errorf("the Docker demo puts a static mythex binary in a FROM scratch image: %w", err)
 	}
 	cli, err := docker.Connect(ctx, "")
 	if err != nil {

@@ -157,10 +157,9 @@ func StartFleet(ctx context.Context, o FleetOptions) (_ *Fleet, err error) {
 				"API_PORT":            strconv.Itoa(p[2]),
 				"ORCHESTRATOR_PORT":   strconv.Itoa(p[3]),
 				"PUBLISH_WORKER_PORT": strconv.Itoa(p[4]),
-				// The runtime's own health checks (watchdog, start) at the
-				// LB's pace; a quick first look while booting.
-				"HEALTH_INTERVAL":       hc.Interval.String(),
-				"HEALTH_TIMEOUT":        hc.Timeout.String(),
+				// The runtime's own health checks (watchdog, start) run at
+				// the LB's pace (MYTHEX_HEALTH_INTERVAL, from the fleet);
+				// a quick first look while booting.
 				"HEALTH_START_PERIOD":   (10 * hc.Interval).String(),
 				"HEALTH_START_INTERVAL": min(hc.Interval/10, 50*time.Millisecond).String(),
 			},
@@ -170,7 +169,7 @@ func StartFleet(ctx context.Context, o FleetOptions) (_ *Fleet, err error) {
 	switch o.Runtime {
 	case "", RuntimeProcess:
 	case RuntimeDocker:
-		if f.docker, err = startDocker(ctx, o.Exe); err != nil {
+		if f.docker, err = startDocker(ctx, o.Exe, o.Dir); err != nil {
 			return nil, err
 		}
 		compose = dockerexample.Compose

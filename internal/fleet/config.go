@@ -27,6 +27,24 @@ type Config struct {
 	Deploy Deploy `yaml:"deploy"`
 	// Timing holds the bounds `mythex check` uses beyond the numbers above.
 	Timing Timing `yaml:"timing"`
+	// AgentTLS, when set, reaches every agent not reached over SSH with TLS
+	// 1.3 and a client certificate (agents run with --tls-cert, --tls-key,
+	// --client-ca). Paths are relative to mythex.yml. Default: none.
+	AgentTLS *AgentTLS `yaml:"agent_tls"`
+}
+
+// AgentTLS are the deployer's files for agents served over TLS; make them
+// with `mythex certs init` and `mythex certs issue`.
+type AgentTLS struct {
+	// CAFile is the CA that signed the agents' certificates. Required.
+	CAFile string `yaml:"ca_file" mythex:"required"`
+	// CertFile is the deployer's client certificate. Required.
+	CertFile string `yaml:"cert_file" mythex:"required"`
+	// KeyFile is the deployer's client key. Required.
+	KeyFile string `yaml:"key_file" mythex:"required"`
+	// ServerName is the name checked against every agent's certificate.
+	// Default: the host part of hosts[].agent.
+	ServerName string `yaml:"server_name"`
 }
 
 // Host is one server of the fleet.
@@ -37,11 +55,18 @@ type Host struct {
 	// Required, unique.
 	Target string `yaml:"target" mythex:"required"`
 	// Agent is the host:port of the host agent's API. Required by deploy.
+	// With SSH it is the address as the host itself sees it (the agent's
+	// loopback listener, e.g. 127.0.0.1:9200).
 	Agent string `yaml:"agent"`
 	// TargetID is the host's target id in an ALB target group (kind alb): the
 	// EC2 instance id (i-…) for target_type instance, the IP address for ip.
 	// The port is Target's. Default: the host part of Target.
 	TargetID string `yaml:"target_id"`
+	// SSH is "user@host[:port]" of the host's sshd: mythex reaches the agent
+	// through one SSH connection (host key checked against known_hosts) and
+	// the agent stays on loopback. Default: none (the agent address is dialled
+	// directly, which beyond loopback needs agent_tls or --insecure-plaintext).
+	SSH string `yaml:"ssh"`
 	// Vars are this host's compose interpolation variables: the compose file
 	// (deploy.compose) uses ${NAME} for what differs per host, e.g. ports when
 	// several hosts share one machine. Names are letters, digits and '_'; the

@@ -84,6 +84,9 @@ func (c *Config) validate(p *problems) {
 		if h.Agent != "" {
 			hostPort(p, f+".agent", h.Agent)
 		}
+		if h.SSH != "" && (strings.ContainsAny(h.SSH, " \t\n/") || strings.HasPrefix(h.SSH, "-") || strings.HasSuffix(h.SSH, "@")) {
+			p.add(f+".ssh", "%q is not user@host[:port]; write it like deploy@10.0.0.5 or deploy@web-1:2222", h.SSH)
+		}
 		for k := range h.Vars {
 			switch {
 			case !varNameRE.MatchString(k):

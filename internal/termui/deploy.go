@@ -50,10 +50,17 @@ type hostLine struct {
 	elapsed time.Duration
 }
 
-// NewDeployRenderer returns a renderer for mode writing to w. In TTY mode it
-// redraws every 100ms until Close.
+// NewDeployRenderer returns a renderer for mode writing to w, counting
+// seconds from now. In TTY mode it redraws every 100ms until Close.
 func NewDeployRenderer(w io.Writer, mode Mode) *DeployRenderer {
-	r := &DeployRenderer{mode: mode, w: w, start: time.Now(), lines: map[string]*hostLine{}}
+	return NewDeployRendererAt(w, mode, time.Now())
+}
+
+// NewDeployRendererAt is NewDeployRenderer counting seconds from start: under
+// `mythex measure -- mythex deploy`, the prober's second 0, so the deploy's
+// lines and the prober's per-second timeline share one clock.
+func NewDeployRendererAt(w io.Writer, mode Mode, start time.Time) *DeployRenderer {
+	r := &DeployRenderer{mode: mode, w: w, start: start, lines: map[string]*hostLine{}}
 	if mode == TTY {
 		r.stop, r.done = make(chan struct{}), make(chan struct{})
 		go r.loop()

@@ -32,10 +32,18 @@ const Mythex = Module + "/cmd/mythex"
 // path. Later calls with the same pkg return the same path. The binary is static
 // (CGO_ENABLED=0) so it can also go into a FROM scratch image. Errors carry the
 // compiler's output.
-func Build(pkg string) (string, error) {
+func Build(pkg string) (string, error) { return build(pkg, "0") }
+
+// BuildCgo compiles pkg like Build but with CGO_ENABLED=1, as `go run` and
+// `go build` do by default on a machine with a C compiler: the binary is
+// dynamically linked there. Its path ends in "-cgo".
+func BuildCgo(pkg string) (string, error) { return build(pkg, "1") }
+
+func build(pkg, cgo string) (string, error) {
 	mu.Lock()
 	defer mu.Unlock()
-	if p, ok := built[pkg]; ok {
+	key := pkg + "#cgo=" + cgo
+	if p, ok := built[key]; ok {
 		return p, nil
 	}
 	if dir == "" {
@@ -46,12 +54,15 @@ func Build(pkg string) (string, error) {
 		dir = d
 	}
 	out := filepath.Join(dir, path.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("testbin: go build %s: %w\n%s", pkg, err, b)
+	if cgo == "1" {
+		out += "-cgo"
 	}
-	built[pkg] = out
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("testbin: go build (CGO_ENABLED=%s) %s: %w\n%s", cgo, pkg, err, b)
+	}
+	built[key] = out
 	return out, nil
 }
 

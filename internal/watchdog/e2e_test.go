@@ -102,8 +102,6 @@ func (h *realHost) resolve(t testing.TB, version string, drain time.Duration) *d
 			"API_PORT":              strconv.Itoa(h.ports["api"]),
 			"ORCHESTRATOR_PORT":     strconv.Itoa(h.ports["orchestrator"]),
 			"PUBLISH_WORKER_PORT":   strconv.Itoa(h.ports["publish-worker"]),
-			"HEALTH_INTERVAL":       "100ms",
-			"HEALTH_TIMEOUT":        "1s",
 			"HEALTH_START_PERIOD":   "5s",
 			"HEALTH_START_INTERVAL": "50ms",
 		},
@@ -113,6 +111,8 @@ func (h *realHost) resolve(t testing.TB, version string, drain time.Duration) *d
 			definition.VarStopGracePeriod:      "10s",
 			definition.VarKeepAliveIdleTimeout: "75s",
 			definition.VarHealthPath:           "/healthz",
+			definition.VarHealthInterval:       "100ms",
+			definition.VarHealthTimeout:        "1s",
 		},
 	})
 	if err != nil {

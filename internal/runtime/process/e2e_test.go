@@ -59,8 +59,6 @@ func localDefinition(t *testing.T, dir, version string, ports map[string]int, dr
 			"API_PORT":              strconv.Itoa(ports["api"]),
 			"ORCHESTRATOR_PORT":     strconv.Itoa(ports["orchestrator"]),
 			"PUBLISH_WORKER_PORT":   strconv.Itoa(ports["publish-worker"]),
-			"HEALTH_INTERVAL":       "100ms",
-			"HEALTH_TIMEOUT":        "1s",
 			"HEALTH_START_PERIOD":   "5s",
 			"HEALTH_START_INTERVAL": "50ms",
 		},
@@ -70,6 +68,8 @@ func localDefinition(t *testing.T, dir, version string, ports map[string]int, dr
 			definition.VarStopGracePeriod:      "10s",
 			definition.VarKeepAliveIdleTimeout: "75s",
 			definition.VarHealthPath:           "/healthz",
+			definition.VarHealthInterval:       "100ms",
+			definition.VarHealthTimeout:        "1s",
 		},
 	})
 	if err != nil {
