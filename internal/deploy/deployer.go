@@ -143,6 +143,9 @@ type Deployer struct {
 	obs   *serialObserver
 	bound Bound
 	lb    *lbView
+	// poller watches targets: one Describe call per poll for every host
+	// being waited on.
+	poller *lbport.Poller
 }
 
 // New checks opts and returns a Deployer. It returns an error wrapping
@@ -187,8 +190,9 @@ func New(opts Options) (*Deployer, error) {
 	if opts.Holder == "" {
 		opts.Holder = "deploy " + opts.Version
 	}
+	view := newLBView(opts.LB, opts.Config.LoadBalancer.PropagationMargin, opts.Clock)
 	return &Deployer{o: opts, clock: opts.Clock, obs: &serialObserver{o: opts.Observer}, bound: LowerBound(opts.Config),
-		lb: newLBView(opts.LB, opts.Config.LoadBalancer.PropagationMargin, opts.Clock)}, nil
+		lb: view, poller: lbport.NewPoller(view, opts.Clock, opts.Poll)}, nil
 }
 
 func (d *Deployer) emit(host string, p Phase, k EventKind, elapsed time.Duration, detail string) {

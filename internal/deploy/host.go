@@ -171,7 +171,7 @@ func (r *hostRun) drain(ctx context.Context) (string, error) {
 		return "nothing running on the host: nothing to drain", nil
 	}
 	if mode == fleet.DrainModeDeregister || mode == fleet.DrainModeBoth {
-		if err := r.d.lb.Deregister(ctx, r.h); err != nil {
+		if err := r.d.lb.Deregister(ctx, ref(r.h)); err != nil {
 			return "", fmt.Errorf("deregister from load balancer: %w", err)
 		}
 		r.deregistered = true
@@ -218,7 +218,7 @@ func (r *hostRun) healthy(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if r.deregistered || !t.Registered() || t.State == lbport.StateDraining {
-		if err := r.d.lb.Register(ctx, r.h); err != nil {
+		if err := r.d.lb.Register(ctx, ref(r.h)); err != nil {
 			return "", fmt.Errorf("register with load balancer: %w", err)
 		}
 		r.deregistered = false
@@ -248,35 +248,12 @@ func healthyTimeout(cfg *fleet.Config) time.Duration {
 	return 2*time.Duration(hc.HealthyThreshold)*(hc.Interval+hc.Timeout) + hc.Interval
 }
 
-// waitTarget polls the LB until cond holds or limit passes; the error then
-// says what the LB last reported.
+// waitTarget waits until cond holds for the host's target or limit passes
+// (the error then says what the LB last reported, or its last error). The
+// deploy's Poller asks for every host being waited on in one call per poll;
+// throttling and network errors are retried at the next poll.
 func (r *hostRun) waitTarget(ctx context.Context, limit time.Duration, cond func(lbport.Target) bool) (lbport.Target, error) {
-	d := r.d
-	deadline := d.clock.Now().Add(limit)
-	var last lbport.Target
-	var lastErr error
-	for {
-		t, err := d.lb.Target(ctx, r.h)
-		if err == nil {
-			last, lastErr = t, nil
-			if cond(t) {
-				return t, nil
-			}
-		} else {
-			lastErr = err
-		}
-		if !d.clock.Now().Before(deadline) {
-			if lastErr != nil {
-				return last, fmt.Errorf("not within %v; last error: %w", limit, lastErr)
-			}
-			return last, fmt.Errorf("not within %v; it reports %s", limit, describe(last))
-		}
-		select {
-		case <-ctx.Done():
-			return last, context.Cause(ctx)
-		case <-d.clock.After(d.o.Poll):
-		}
-	}
+	return r.d.poller.Wait(ctx, ref(r.h), limit, cond)
 }
 
 // fail records the failure of phase p and, when the host was changed, rolls it

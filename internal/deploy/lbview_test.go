@@ -45,7 +45,7 @@ func TestLBView_PropagationGrace(t *testing.T) {
 	if tg, _ = v.Target(ctx, h); !lbport.OutOfRotation(tg) || tg.State != lbport.StateUnused {
 		t.Fatalf("grace over: %+v, want unused", tg)
 	}
-	if err := v.Register(ctx, h); err != nil || len(d.reg) != 1 || d.reg[0].ID != "i-1" {
+	if err := v.Register(ctx, ref(h)); err != nil || len(d.reg) != 1 || d.reg[0].ID != "i-1" {
 		t.Fatalf("register went to %+v, %v; want the host's Ref", d.reg, err)
 	}
 	if tg, _ = v.Target(ctx, h); lbport.OutOfRotation(tg) {
