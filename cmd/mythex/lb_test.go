@@ -84,10 +84,15 @@ func TestLBCmd_BadInputExits2(t *testing.T) {
 		{"admin beyond loopback", []string{"lb", "-f", good, "--admin-listen", "0.0.0.0:9079"}, "tok", "--admin-allow-remote"},
 		{"bad log format", []string{"lb", "-f", good, "--log-format", "xml"}, "tok", "--log-format"},
 		{"not the embedded kind", []string{"lb", "-f", lbConfig(t, "127.0.0.1:9101", "127.0.0.1:9080", "127.0.0.1:9079", "  kind: haproxy\n")}, "tok", "embedded"},
+		{"alb stand-in without a key pair", []string{"lb", "-f", lbConfig(t, "127.0.0.1:9101", "127.0.0.1:9080", "127.0.0.1:9079", "  kind: alb\n")}, "tok", elbv2KeyIDEnv},
+		{"negative ELBv2 throttle", []string{"lb", "-f", good, "--elbv2-throttle", "-1"}, "tok", "--elbv2-throttle"},
+		{"unreadable ELBv2 key file", []string{"lb", "-f", good, "--elbv2-key-file", "/nonexistent/key"}, "tok", "--elbv2-key-file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv(lbTokenEnv, tt.token)
+			t.Setenv(elbv2KeyIDEnv, "")
+			t.Setenv(elbv2SecretEnv, "")
 			stderr := captureStderr(t, func() {
 				if code := run(tt.args); code != exitBadUse {
 					t.Errorf("exit code %d, want %d", code, exitBadUse)
