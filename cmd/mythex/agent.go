@@ -144,13 +144,23 @@ func runAgent(ctx context.Context, f agentFlags) error {
 		if f.listen == "" {
 			f.listen = h.Agent
 		}
-		if !f.noLB && cfg.LoadBalancer.Kind == fleet.KindEmbedded {
+		switch {
+		case f.noLB:
+		case cfg.LoadBalancer.Kind == fleet.KindEmbedded:
 			lbToken, err := auth.LoadToken(firstNonEmpty(f.lbTokenFile, cfg.LoadBalancer.AdminTokenFile), lbTokenEnv)
 			if err != nil {
 				return usagef("load balancer admin token: %v (or run with --no-lb)", err)
 			}
 			ref := fleetlb.Ref(cfg.LoadBalancer, h)
 			rec = agent.Recovery{LB: embedded.New(lbapi.NewClient(adminURL(cfg.LoadBalancer.AdminListen), lbToken, nil)), TargetID: ref.ID, TargetAddress: ref.Address}
+		case cfg.LoadBalancer.Kind == fleet.KindALB:
+			// The host's own AWS credentials (instance role) re-register it.
+			d, err := fleetlb.Open(ctx, cfg.LoadBalancer, fleetlb.Options{})
+			if err != nil {
+				return usagef("load balancer: %v (or run with --no-lb)", err)
+			}
+			ref := fleetlb.Ref(cfg.LoadBalancer, h)
+			rec = agent.Recovery{LB: d, TargetID: ref.ID, TargetAddress: ref.Address}
 		}
 	}
 	if f.listen == "" {
