@@ -87,6 +87,9 @@ func runCheckLive(cmd *cobra.Command, file, tokenFile string, asJSON bool) error
 		return err
 	}
 	live, err := d.Settings(ctx)
+	if errors.Is(err, lbport.ErrUnsupported) {
+		return usagef("check --live reads a target group through its API (kind alb); the %s load balancer cannot report its settings. For the embedded LB, point a kind alb config (endpoint: its admin address) at its ELBv2 endpoint", l.LoadBalancer.Kind)
+	}
 	if err != nil {
 		return lbExit(fmt.Errorf("read the live target group: %w", err))
 	}
@@ -196,6 +199,9 @@ call, 2 bad input or refused credentials (nothing changed).`,
 				return err
 			}
 			live, err := d.Settings(ctx)
+			if errors.Is(err, lbport.ErrUnsupported) {
+				return usagef("lb apply changes a target group through its API (kind alb); the %s load balancer takes its settings from its own mythex.yml at start", l.LoadBalancer.Kind)
+			}
 			if err != nil {
 				return lbExit(fmt.Errorf("read the live target group: %w", err))
 			}

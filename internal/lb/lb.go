@@ -6,8 +6,9 @@
 // an idle timeout on client and backend connections; no retries and no passive
 // ejection. It exists to reproduce the 502s of a real deploy and to prove they
 // are gone. An admin API (bearer token, loopback by default) registers and
-// deregisters targets and reports their state; Prometheus metrics sit beside
-// it. See docs/lb.md.
+// deregisters targets and reports their state; given an AWS key pair the same
+// listener answers the ELBv2 API (SigV4-signed) for its one target group;
+// Prometheus metrics sit beside it. See docs/lb.md.
 package lb
 
 import (
