@@ -29,7 +29,12 @@ calls = [d.get("lb_calls", 0) for d in deploys]
 hosts = [len(d["hosts"]) for d in deploys]
 host_secs = [sum(h["seconds"] for h in d["hosts"]) for d in deploys]
 print(f"deploys: {len(deploys)} ({sum(d['ok'] for d in deploys)} ok) through the alb driver at {s['rate']:g} req/s, time scale {scale:g}")
-print(f"requests: {s['requests']}  reached nothing: {s['reached_nothing']}  app errors: {s['app_errors']}")
+late = sum(d["probe"]["late_sends"] for d in deploys)
+print(f"requests: {s['requests']}  reached nothing: {s['reached_nothing']}  app errors: {s['app_errors']}  late sends: {late}")
+for i, d in enumerate(deploys):
+    if d["probe"]["reached_nothing"] or not d["ok"]:
+        why = ", ".join(f"{r['what']} x{r['count']}" for r in d["probe"].get("reasons") or [])
+        print(f"  deploy {i + 1} {d['from']} -> {d['version']}: ok={d['ok']} reached nothing {d['probe']['reached_nothing']} ({why}) {d.get('error', '')}")
 if ratios:
     print(f"per-host time / lower bound: median {statistics.median(ratios):.3f}  max {max(ratios):.3f}  (n={len(ratios)})")
 if sum(hosts):
