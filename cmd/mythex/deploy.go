@@ -71,7 +71,12 @@ or another deploy in progress — nothing was changed.`,
 			if err != nil {
 				return err
 			}
+			hk := newDeployHooks(cfg, f.version, os.Stderr)
+			if err := hk.pre(cmd.Context()); err != nil {
+				return withCode(exitBadUse, err)
+			}
 			res, err := runDeploy(cmd.Context(), cfg, f, os.Stdout, os.Stderr)
+			hk.after(cmd.Context(), res, err)
 			return deployExit(res, err)
 		},
 	}
@@ -150,8 +155,10 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 		r.Close()
 		return deploy.Result{}, err
 	}
+	began := time.Now()
 	res, err := d.Run(ctx)
 	r.Close()
+	recordDeployHistory(ctx, o.Hosts, holder, began, res, err, errOut)
 	switch {
 	case f.asJSON:
 		b, _ := json.Marshal(res)

@@ -73,6 +73,8 @@ measures a deploy by the requests that reached nothing.`,
 		newMeasureCmd(),
 		newPublishCmd(),
 		newCertsCmd(),
+		newStatusCmd(),
+		newHistoryCmd(),
 	)
 	return root
 }

@@ -88,6 +88,8 @@ type Agent struct {
 	metrics    *metrics
 	// watchdog is nil when the agent runs none.
 	watchdog *watchdog.Watchdog
+	// hist is the host's deploy history.
+	hist historyStore
 
 	// opMu serialises the operations that change what runs.
 	opMu sync.Mutex
@@ -173,5 +175,6 @@ func (a *Agent) Close() error {
 	}
 	a.cancel()
 	a.wg.Wait()
+	a.closeHistory()
 	return nil
 }

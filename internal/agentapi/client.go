@@ -9,8 +9,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mythex/mythex/internal/history"
 )
 
 // Errors the Client returns (wrapped, with the agent's message) by HTTP status.
@@ -225,4 +228,20 @@ func (c *Client) EndMaintenance(ctx context.Context, by string) (MaintenanceRepo
 	}
 	err := c.do(ctx, http.MethodDelete, path, "", nil, &r)
 	return r, err
+}
+
+// AppendHistory records one deploy as the agent's host saw it.
+func (c *Client) AppendHistory(ctx context.Context, r history.Record) error {
+	return c.do(ctx, http.MethodPost, PathHistory, "", r, nil)
+}
+
+// History lists the host's newest limit deploy records (≤ 0: all).
+func (c *Client) History(ctx context.Context, limit int) ([]history.Record, error) {
+	var l HistoryList
+	path := PathHistory
+	if limit > 0 {
+		path += "?limit=" + strconv.Itoa(limit)
+	}
+	err := c.do(ctx, http.MethodGet, path, "", nil, &l)
+	return l.Records, err
 }

@@ -7,7 +7,11 @@
 // the live lease they are refused with 412 and change nothing.
 package agentapi
 
-import "time"
+import (
+	"time"
+
+	"github.com/mythex/mythex/internal/history"
+)
 
 // HeaderLease carries the host lease id on mutating requests.
 const HeaderLease = "X-Mythex-Lease"
@@ -29,6 +33,9 @@ const (
 	// it is the operator's switch, and it acts on nothing but the watchdog.
 	PathMaintenance = "/v1/maintenance"
 	PathMetrics     = "/metrics"
+	// PathHistory: GET this host's deploy history (?limit=N, newest first),
+	// POST one record (body history.Record). No lease.
+	PathHistory = "/v1/history"
 )
 
 // LeaseRequest asks for (or renews) a lease.
@@ -220,4 +227,9 @@ type PublishReport struct {
 // ErrorBody is the JSON body of every non-2xx answer.
 type ErrorBody struct {
 	Error string `json:"error"`
+}
+
+// HistoryList is GET /v1/history.
+type HistoryList struct {
+	Records []history.Record `json:"records"`
 }

@@ -249,6 +249,25 @@ type Deploy struct {
 	// LeaseTTL is how long a host lease lives without renewal; if the deploy
 	// dies, the host returns to its last good state after this. Default 30s.
 	LeaseTTL time.Duration `yaml:"lease_ttl"`
+	// Hooks are commands run around a deploy. Default none.
+	Hooks Hooks `yaml:"hooks"`
+}
+
+// Hooks are argv lists (never a shell string) run around a deploy with
+// MYTHEX_VERSION, MYTHEX_RESULT, MYTHEX_HOSTS and MYTHEX_HOOK in their
+// environment, e.g. ["curl", "-fsS", "-d", "deployed", "https://chat.example/hook"].
+type Hooks struct {
+	// PreDeploy runs before anything changes; if it fails the deploy does
+	// not start (exit 2).
+	PreDeploy []string `yaml:"pre_deploy"`
+	// PostDeploy runs after a deploy verified on every host.
+	PostDeploy []string `yaml:"post_deploy"`
+	// OnFailure runs after a deploy failed.
+	OnFailure []string `yaml:"on_failure"`
+	// OnRollback runs after a deploy that rolled hosts back.
+	OnRollback []string `yaml:"on_rollback"`
+	// Timeout bounds each hook; it is interrupted, then killed. Default 30s.
+	Timeout time.Duration `yaml:"timeout"`
 }
 
 // Timing holds the bounds `mythex check` holds the numbers to.

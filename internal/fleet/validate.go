@@ -63,6 +63,15 @@ func (c *Config) validate(p *problems) {
 	atLeast(p, "deploy.batch_size", c.Deploy.BatchSize, 1)
 	oneOf(p, "deploy.drain_mode", c.Deploy.DrainMode, DrainModeDeregister, DrainModeHealth, DrainModeBoth)
 	positive(p, "deploy.lease_ttl", c.Deploy.LeaseTTL)
+	for name, argv := range map[string][]string{"pre_deploy": c.Deploy.Hooks.PreDeploy, "post_deploy": c.Deploy.Hooks.PostDeploy,
+		"on_failure": c.Deploy.Hooks.OnFailure, "on_rollback": c.Deploy.Hooks.OnRollback} {
+		if len(argv) > 0 && strings.TrimSpace(argv[0]) == "" {
+			p.add("deploy.hooks."+name, "the program (first element) is empty; write an argv list like [\"notify-chat\", \"deployed\"]")
+		}
+	}
+	if c.Deploy.Hooks.Timeout < 0 {
+		p.add("deploy.hooks.timeout", "must not be negative, got %v", c.Deploy.Hooks.Timeout)
+	}
 	positive(p, "timing.quick_return_max", c.Timing.QuickReturnMax)
 
 	names := map[string]int{}

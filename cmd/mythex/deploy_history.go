@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/mythex/mythex/internal/deploy"
+	"github.com/mythex/mythex/internal/history"
+)
+
+// historian is the part of an agent client that keeps history.
+type historian interface {
+	AppendHistory(ctx context.Context, r history.Record) error
+}
+
+// recordDeployHistory writes the deploy's record to every host's agent, in
+// parallel, bounded; a host that cannot be written to is a warning, never a
+// changed result. A deploy refused before it touched anything (preflight,
+// another deploy in progress, bad input) is not recorded.
+func recordDeployHistory(ctx context.Context, hosts []deploy.Host, who string, began time.Time, res deploy.Result, err error, errOut io.Writer) {
+	if errors.Is(err, deploy.ErrPreflight) || errors.Is(err, deploy.ErrInProgress) || len(res.Hosts) == 0 {
+		return
+	}
+	recs := historyRecords(newDeployID(began), who, began, time.Now(), hosts, res, err)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for i, h := range hosts {
+		hi, ok := h.Agent.(historian)
+		if !ok {
+			continue
+		}
+		wg.Go(func() {
+			if err := hi.AppendHistory(ctx, recs[i]); err != nil {
+				mu.Lock()
+				fmt.Fprintf(errOut, "warning: host %s: deploy history not recorded: %v\n", h.Name, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// historyRecords is the deploy's record as each host saw it (decided here,
+// written by recordDeployHistory).
+func historyRecords(id, who string, began, ended time.Time, hosts []deploy.Host, res deploy.Result, err error) []history.Record {
+	result := history.ResultOK
+	rolledBack := false
+	for _, h := range res.Hosts {
+		rolledBack = rolledBack || h.RolledBack
+	}
+	switch {
+	case err == nil:
+	case rolledBack:
+		result = history.ResultRolledBack
+	default:
+		result = history.ResultFailed
+	}
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	byHost := map[string]deploy.HostResult{}
+	for _, h := range res.Hosts {
+		byHost[h.Host] = h
+	}
+	recs := make([]history.Record, len(hosts))
+	for i, h := range hosts {
+		r := history.Record{ID: id, Kind: history.KindDeploy, Host: h.Name, Who: who, Started: began, Ended: ended,
+			To: res.Version, Result: result, HostResult: "untouched", Error: msg}
+		if hr, ok := byHost[h.Name]; ok {
+			r.From = hr.PreviousVersion
+			switch {
+			case hr.RolledBack:
+				r.HostResult = history.ResultRolledBack
+			case hr.OK:
+				r.HostResult = history.ResultOK
+			default:
+				r.HostResult = history.ResultFailed
+			}
+			for _, p := range hr.Phases {
+				r.Phases = append(r.Phases, history.Phase{Phase: string(p.Phase), Seconds: p.Seconds})
+			}
+		}
+		recs[i] = r
+	}
+	return recs
+}
+
+// newDeployID is a deploy's id: when it began and a random suffix, so ids
+// sort by time and never collide across deployers.
+func newDeployID(began time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return began.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/mythex/mythex/internal/deploy"
+	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/hooks"
+)
+
+// deployHooks runs deploy.hooks of one deploy.
+type deployHooks struct {
+	h       fleet.Hooks
+	version string
+	hosts   []string
+	errOut  io.Writer
+}
+
+func newDeployHooks(cfg *fleet.Loaded, version string, errOut io.Writer) *deployHooks {
+	names := make([]string, len(cfg.Hosts))
+	for i, h := range cfg.Hosts {
+		names[i] = h.Name
+	}
+	return &deployHooks{h: cfg.Deploy.Hooks, version: version, hosts: names, errOut: errOut}
+}
+
+// pre runs pre_deploy; its failure stops the deploy before anything changes.
+func (d *deployHooks) pre(ctx context.Context) error {
+	if err := d.run(ctx, "pre_deploy", d.h.PreDeploy, "pending"); err != nil {
+		return fmt.Errorf("%w; nothing was changed", err)
+	}
+	return nil
+}
+
+// after runs post_deploy, on_rollback or on_failure for the deploy's outcome.
+// A failing hook is reported, and does not change the deploy's result.
+func (d *deployHooks) after(ctx context.Context, res deploy.Result, err error) {
+	rolledBack := false
+	for _, h := range res.Hosts {
+		rolledBack = rolledBack || h.RolledBack
+	}
+	var hookErr error
+	switch {
+	case err == nil:
+		hookErr = d.run(ctx, "post_deploy", d.h.PostDeploy, "ok")
+	case rolledBack:
+		hookErr = d.run(ctx, "on_rollback", d.h.OnRollback, "rolled_back")
+		if e := d.run(ctx, "on_failure", d.h.OnFailure, "rolled_back"); hookErr == nil {
+			hookErr = e
+		}
+	default:
+		hookErr = d.run(ctx, "on_failure", d.h.OnFailure, "failed")
+	}
+	if hookErr != nil {
+		fmt.Fprintf(d.errOut, "warning: %v\n", hookErr)
+	}
+}
+
+func (d *deployHooks) run(ctx context.Context, name string, argv []string, result string) error {
+	if len(argv) == 0 {
+		return nil
+	}
+	// A deploy interrupted by Ctrl-C still tells its hooks.
+	return hooks.Run(context.WithoutCancel(ctx), argv, hooks.Event{Hook: name, Version: d.version, Result: result, Hosts: d.hosts}, d.h.Timeout, nil)
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mythex/mythex/internal/agentconn"
+	"github.com/mythex/mythex/internal/auth"
+	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/history"
+)
+
+type historyFlags struct {
+	file              string
+	agentTokenFile    string
+	limit             int
+	asJSON            bool
+	timeout           time.Duration
+	insecurePlaintext bool
+}
+
+func newHistoryCmd() *cobra.Command {
+	var f historyFlags
+	cmd := &cobra.Command{
+		Use:   "history -f mythex.yml",
+		Short: "Every deploy and rollback of the fleet: who, when, from → to, result, per-host phases",
+		Long: `history asks every host's agent for its deploy records and merges them by
+deploy id: who deployed, when, from which version to which, the result, each
+host's own outcome and phase times, and why a deploy failed or was rolled back.
+The records live on the hosts (history.db in each agent's state dir), so the
+answer is the same whoever asks, from whichever machine. A host that cannot be
+reached is named, and the others are still shown.
+
+Publishes onto a machines platform have their own: mythex publish history.
+
+Exit status: 0 shown; 1 some host could not be read; 2 bad input.`,
+		Example: `  go run ./cmd/mythex history -f examples/local/mythex.yml
+  go run ./cmd/mythex history -f examples/local/mythex.yml --limit 5 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := fleet.Load(f.file)
+			if err != nil {
+				return withCode(exitBadUse, err)
+			}
+			return runHistory(cmd.Context(), cfg, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.file, "file", "f", "mythex.yml", "fleet config")
+	fl.StringVar(&f.agentTokenFile, "agent-token-file", "", "file holding the agents' bearer token (default $"+agentTokenEnv+")")
+	fl.IntVar(&f.limit, "limit", 20, "show the newest N deploys (0: all)")
+	fl.BoolVar(&f.asJSON, "json", false, "print the deploys as a JSON array")
+	fl.DurationVar(&f.timeout, "timeout", 10*time.Second, "bound on reading every host")
+	fl.BoolVar(&f.insecurePlaintext, "insecure-plaintext", false, "allow plain HTTP to agents beyond loopback")
+	return cmd
+}
+
+func runHistory(ctx context.Context, cfg *fleet.Loaded, f historyFlags, out, errOut io.Writer) error {
+	if f.limit < 0 {
+		return usagef("--limit %d: give a count, 0 for all", f.limit)
+	}
+	if len(cfg.Hosts) == 0 {
+		return usagef("%s lists no hosts: history is kept on the hosts' agents", cfg.Path)
+	}
+	token, err := auth.LoadToken(f.agentTokenFile, agentTokenEnv)
+	if err != nil {
+		return usagef("agent token: %v", err)
+	}
+	pool := agentconn.NewPool(agentconn.Options{InsecurePlaintext: f.insecurePlaintext, Warn: errOut, Timeout: f.timeout})
+	defer pool.Close()
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	var mu sync.Mutex
+	var all []history.Record
+	var unread []string
+	var wg sync.WaitGroup
+	for _, h := range cfg.Hosts {
+		wg.Go(func() {
+			recs, err := readHostHistory(ctx, pool, cfg, h, token, f.limit)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				unread = append(unread, fmt.Sprintf("%s (%v)", h.Name, err))
+				return
+			}
+			all = append(all, recs...)
+		})
+	}
+	wg.Wait()
+	deploys := history.Merge(all, f.limit)
+	if f.asJSON {
+		if deploys == nil {
+			deploys = []history.Deploy{}
+		}
+		b, err := json.MarshalIndent(deploys, "", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s\n", b)
+	} else {
+		writeHistory(out, deploys)
+	}
+	if len(unread) > 0 {
+		fmt.Fprintf(errOut, "could not read the history of: %s\n", strings.Join(unread, "; "))
+		return silentExit(exitFailed)
+	}
+	return nil
+}
+
+func readHostHistory(ctx context.Context, pool *agentconn.Pool, cfg *fleet.Loaded, h fleet.Host, token string, limit int) ([]history.Record, error) {
+	c, err := pool.Connect(ctx, cfg, h, token)
+	if err != nil {
+		return nil, err
+	}
+	return c.History(ctx, limit)
+}
+
+func writeHistory(w io.Writer, deploys []history.Deploy) {
+	if len(deploys) == 0 {
+		fmt.Fprintln(w, "no deploys recorded yet")
+		return
+	}
+	for _, d := range deploys {
+		from := strings.Join(d.From, "+")
+		if from == "" {
+			from = "(nothing)"
+		}
+		fmt.Fprintf(w, "%s  %-8s %-11s %s → %s  %s  (%s, %s)\n", d.Started.Local().Format("2006-01-02 15:04:05"), d.Kind, d.Result,
+			from, d.To, d.Who, d.Ended.Sub(d.Started).Round(100*time.Millisecond), d.ID)
+		for _, h := range d.Hosts {
+			var ph []string
+			for _, p := range h.Phases {
+				ph = append(ph, fmt.Sprintf("%s %.2fs", p.Phase, p.Seconds))
+			}
+			fmt.Fprintf(w, "    %-10s %-11s %s\n", h.Host, h.HostResult, strings.Join(ph, " · "))
+		}
+		if d.Error != "" {
+			fmt.Fprintf(w, "    why: %s\n", d.Error)
+		}
+	}
+}
