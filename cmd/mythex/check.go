@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
@@ -19,9 +20,10 @@ func newCheckCmd() *cobra.Command {
 	var (
 		file, lbTokenFile string
 		asJSON, live      bool
+		native            nativeOpts
 	)
 	cmd := &cobra.Command{
-		Use:   "check [-f mythex.yml] [--json]",
+		Use:   "check [-f mythex.yml] [--json] | check PATH... [--format text|json|github] [--strict]",
 		Short: "Prove the fleet's timing relations: drain vs LB detection, grace, keep-alive, watchdog",
 		Long: `check loads the fleet config and evaluates every timing invariant between its
 numbers (docs/check.md explains the model):
@@ -49,7 +51,26 @@ evaluates the invariants on the live numbers, and lists every field where the li
 target group differs from the file; it exits 1 on any difference too.
 
 Exit status: 0 when no invariant fails, 1 when one does, 2 when the config
-cannot be read or is invalid (the error names file, line and field).`,
+cannot be read or is invalid (the error names file, line and field).
+
+With PATH arguments (files, directories, or - for stdin) check reads the
+files a team already has and answers in their keys: Kubernetes manifests
+(Deployment/StatefulSet/DaemonSet, Service, Ingress with the AWS Load
+Balancer Controller's annotations or ingress-nginx, TargetGroupBinding), ECS
+task definition and service JSON with elbv2 describe-target-groups /
+describe-target-group-attributes output, compose files (Swarm, Traefik
+labels), Kamal's config/deploy.yml, fly.toml, Nomad job HCL, and mythex.yml.
+Each finding names file, line and key, the current value and the smallest
+change that fixes it; numbers a file leaves out take the platform's
+documented default and the output says so.
+
+  marginal  holds by the typical numbers but not by the worst seen (an ALB's
+            propagation beyond 15s, a keep-alive gap under 10s, a slow return
+            into rotation): printed, exit 0; --strict makes it exit 1.
+  fail      a window where requests reach a closed port or are cut, by the
+            platform's documented behaviour or where public incidents
+            happened: exit 1.
+  exit 2    an input is not understood; the error says what was recognised.`,
 		Example: `  # the seed fleet after the write-up's fixes: every invariant holds
   mythex check -f examples/seed/after.yml
 
@@ -60,16 +81,42 @@ cannot be read or is invalid (the error names file, line and field).`,
   mythex check --live -f mythex.yml
 
   # in CI, keep the failing invariants for the log
-  mythex check --json | jq '.invariants[] | select(.ok | not)'`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usagef("check takes no arguments; give the config with -f %s", args[0])
+  mythex check --json | jq '.invariants[] | select(.ok | not)'
+
+  # Kubernetes manifests as rendered by Helm, from stdin
+  helm template ./chart | mythex check -
+
+  # a directory of manifests, compose files, fly.toml, Nomad jobs; GitHub annotations
+  mythex check deploy/ --format github
+
+  # fail on marginal findings too
+  mythex check k8s/ fly.toml --strict`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 && cmd.Flags().Changed("file") {
+				return usagef("give either -f mythex.yml or PATH arguments, not both")
+			}
+			if len(args) > 0 && asJSON {
+				return usagef("with PATH arguments use --format json instead of --json")
+			}
+			switch native.format {
+			case formatText, formatJSON, formatGitHub:
+			default:
+				return usagef("--format %q: want text, json or github", native.format)
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if live {
+				if len(args) > 0 {
+					return usagef("--live reads the target group of one mythex.yml: give it with -f, not PATH arguments")
+				}
 				return runCheckLive(cmd, file, lbTokenFile, asJSON)
+			}
+			if len(args) > 0 || native.format != formatText || native.strict {
+				if len(args) == 0 {
+					args = []string{file}
+				}
+				return runNativeCheck(cmd.OutOrStdout(), cmd.InOrStdin(), args, native)
 			}
 			l, err := fleet.Load(file)
 			if err != nil {
@@ -98,6 +145,9 @@ cannot be read or is invalid (the error names file, line and field).`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verdicts as JSON instead of text")
 	cmd.Flags().BoolVar(&live, "live", false, "check the load balancer's live target group numbers and list where they differ from the file")
 	cmd.Flags().StringVar(&lbTokenFile, "lb-token-file", "", "the embedded LB's admin token file, for --live on kind embedded")
+	cmd.Flags().StringVar(&native.format, "format", formatText, "with PATH arguments: text, json, or github (GitHub Actions annotations)")
+	cmd.Flags().BoolVar(&native.strict, "strict", false, "exit 1 on marginal findings too")
+	cmd.Flags().DurationVar(&native.callTimeout, "call-timeout", 45*time.Second, "mythex publish's --call-timeout, judged against a platform stop timeout it waits on (fly.toml kill_timeout); 0 skips it")
 	return cmd
 }
 

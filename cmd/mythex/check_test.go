@@ -59,11 +59,11 @@ func TestCheckCmd_Text(t *testing.T) {
 			"for up to 57s the LB can send new requests",
 			"holds at: load_balancer.health_check.interval < 1.5s",
 			"holds at: watchdog.failures_before_heal ≥ 4",
-			"✗ 3 of 8 invariants fail: overlap, quick-return, watchdog-patience",
+			"✗ 2 of 8 invariants fail: overlap, watchdog-patience",
 		}},
 		{"marginal does not fail", []string{"check", "-f", filepath.Join("..", "..", "internal", "timing", "testdata", "cases", "keepalive-guardian-10450-fixed.yml")}, 0, []string{
 			"! keep-alive         keepalive_idle_timeout 5s > idle_timeout 4s — slack 1s",
-			"! all 8 invariants hold; 2 marginal: keep-alive, capacity",
+			"! all 8 invariants hold; 1 marginal: keep-alive",
 		}},
 	}
 	for _, tc := range cases {
@@ -142,7 +142,9 @@ func TestCheckCmd_BadInput(t *testing.T) {
 			bad + ":4: drain.serve_period: 5 is a bare number",
 		}},
 		{"missing file", []string{"check", "-f", filepath.Join(dir, "nope.yml")}, []string{"no such file"}},
-		{"stray argument", []string{"check", "after.yml"}, []string{"check takes no arguments; give the config with -f after.yml"}},
+		{"a path that does not exist", []string{"check", "after.yml"}, []string{"input not understood", "after.yml"}},
+		{"-f and paths together", []string{"check", "-f", bad, dir}, []string{"give either -f mythex.yml or PATH arguments, not both"}},
+		{"unknown format", []string{"check", dir, "--format", "xml"}, []string{`--format "xml": want text, json or github`}},
 		{"unknown flag", []string{"check", "--jsn"}, []string{"unknown flag: --jsn"}},
 	}
 	for _, tc := range cases {

@@ -56,6 +56,7 @@ func TestImageBuildCmd_JSON(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds an image on the engine")
 	}
+	t.Parallel() // its own tag and buffers; no global output
 	ctx := context.Background()
 	cli, err := docker.Connect(ctx, "")
 	if errors.Is(err, docker.ErrNoEngine) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mythex/mythex/internal/lbapi"
 	"github.com/mythex/mythex/internal/lbport"
+	"github.com/mythex/mythex/internal/testbin"
 	"github.com/mythex/mythex/internal/wire"
 )
 
@@ -209,10 +210,9 @@ func TestLBCmd_SIGTERMStopsTheProcessCleanly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the mythex binary")
 	}
-	bin := filepath.Join(t.TempDir(), "mythex")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin, err := testbin.Build(testbin.Mythex)
+	if err != nil {
+		t.Fatal(err)
 	}
 	backend := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	t.Cleanup(backend.Close)

@@ -277,7 +277,9 @@ func TestPublishCmd_BlueGreen(t *testing.T) {
 	if v := version(t, traffic); v != "v1" {
 		t.Fatalf("the LB serves %q after v1, want v1", v)
 	}
-	prober, err := probe.New(probe.Config{URL: "http://" + traffic + "/", Rate: 50}, probe.Deps{})
+	// A 10 s request timeout: a request a loaded machine starves is not one
+	// the publish dropped (those are refused, reset or LB-marked at once).
+	prober, err := probe.New(probe.Config{URL: "http://" + traffic + "/", Rate: 50, Timeout: 10 * time.Second}, probe.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}

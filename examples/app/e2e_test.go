@@ -319,8 +319,11 @@ func TestApp_SIGTERM_DrainsThenExits0(t *testing.T) {
 			t.Fatalf("health still %d %q 5s after SIGTERM", a.status, a.body)
 		}
 	}
+	// Requests sent in the first half of the serve period are served; the
+	// other half is the margin for a request a loaded machine delivers late
+	// (one arriving after the period may be refused, which is right).
 	served := 0
-	for time.Since(sent) < d-300*time.Millisecond {
+	for time.Since(sent) < d/2 {
 		a, err := get(addr, "/")
 		if err != nil {
 			t.Fatalf("GET / %s after SIGTERM (serve period %s): %v", time.Since(sent), d, err)

@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -43,6 +44,11 @@ type Options struct {
 	Hosts int
 	// Rate is the prober's load in requests per second. Default 200.
 	Rate float64
+	// ProbeTimeout bounds each of the prober's requests: one unanswered
+	// for this long counts as reached nothing (a timeout). Default 2 s.
+	// (Tests on a loaded machine give it more, so that only a request the
+	// fleet really dropped counts.)
+	ProbeTimeout time.Duration
 	// Deploys is the number of deploys under load after the first rollout.
 	// Default 1.
 	Deploys int
@@ -286,7 +292,7 @@ func deployUnderLoad(ctx context.Context, f *Fleet, o Options, from, version str
 		out = io.Discard
 	}
 	rep := DeployReport{From: from, Version: version}
-	p, err := probe.New(probe.Config{URL: f.URL(), Rate: o.Rate, Timeout: 2 * time.Second}, probe.Deps{})
+	p, err := probe.New(probe.Config{URL: f.URL(), Rate: o.Rate, Timeout: cmp.Or(o.ProbeTimeout, 2*time.Second)}, probe.Deps{})
 	if err != nil {
 		return rep, err
 	}

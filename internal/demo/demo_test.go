@@ -36,6 +36,14 @@ const testScale = 0.1
 // keeps every invariant (drain 1.5s > 2 × 0.5s + 0.4s).
 const testCheckTimeout = 400 * time.Millisecond
 
+// testProbeTimeout is the prober's per-request timeout in tests. The tests
+// run their fleets at once (each owns its ports and directories), on a
+// machine that may be running other suites too: a request starved of CPU for
+// seconds is not one the fleet dropped. A dropped request is refused, reset,
+// or answered 502/503 by the LB, at once; a request that hangs for 10 s is
+// still counted.
+const testProbeTimeout = 10 * time.Second
+
 func mythexBin(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
@@ -58,7 +66,7 @@ func startFleet(t *testing.T, hosts int) *Fleet {
 	cfg.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: hosts, Exe: bin, Dir: t.TempDir()})
+	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: hosts, Exe: bin, Dir: fleetDir(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,15 +76,43 @@ func startFleet(t *testing.T, hosts int) *Fleet {
 		}
 	})
 	if _, err := f.Deploy(ctx, "v1", nil, nil); err != nil {
-		t.Fatalf("first rollout: %v\n%s", err, f.LogTail("web-1", 3000))
+		host := "web-1"
+		if se := (*deploy.StepError)(nil); errors.As(err, &se) {
+			host = se.Host
+		}
+		t.Fatalf("first rollout: %v\n%s", err, f.LogTail(host, 3000))
 	}
 	return f
+}
+
+// fleetDir is a fresh directory for a fleet; if the test fails, the tail of
+// every log the fleet wrote there (agents, services) is shown.
+func fleetDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	t.Cleanup(func() { // runs before the directory is removed
+		if !t.Failed() {
+			return
+		}
+		_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".log") {
+				return nil
+			}
+			b, _ := os.ReadFile(path)
+			if len(b) > 1500 {
+				b = b[len(b)-1500:]
+			}
+			t.Logf("--- %s (tail):\n%s", strings.TrimPrefix(path, dir), b)
+			return nil
+		})
+	})
+	return dir
 }
 
 // load starts the prober against the fleet; stop returns its report.
 func load(t *testing.T, f *Fleet, rate float64) (stop func() probe.Report) {
 	t.Helper()
-	p, err := probe.New(probe.Config{URL: f.URL(), Rate: rate, Timeout: 2 * time.Second}, probe.Deps{})
+	p, err := probe.New(probe.Config{URL: f.URL(), Rate: rate, Timeout: testProbeTimeout}, probe.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,10 +140,11 @@ func versionOf(t *testing.T, c *agentapi.Client) string {
 }
 
 func TestDemo_DeployUnderLoadDropsNothing(t *testing.T) {
+	t.Parallel()
 	bin := mythexBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 3, Rate: 100, Deploys: 1, Exe: bin, Dir: t.TempDir(),
+	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 3, Rate: 100, Deploys: 1, Exe: bin, Dir: fleetDir(t), ProbeTimeout: testProbeTimeout,
 		Adjust: func(c *fleet.Config) { c.LoadBalancer.HealthCheck.Timeout = testCheckTimeout }})
 	if err != nil {
 		t.Fatal(err)
@@ -148,10 +185,11 @@ func TestDemo_DeployUnderLoadDropsNothing(t *testing.T) {
 }
 
 func TestDemo_BeforeProfileDropsRequests(t *testing.T) {
+	t.Parallel()
 	bin := mythexBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sum, err := Run(ctx, Options{Profile: ProfileBefore, TimeScale: 0.05, Hosts: 2, Rate: 100, Exe: bin, Dir: t.TempDir()})
+	sum, err := Run(ctx, Options{Profile: ProfileBefore, TimeScale: 0.05, Hosts: 2, Rate: 100, Exe: bin, Dir: fleetDir(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,6 +202,7 @@ func TestDemo_BeforeProfileDropsRequests(t *testing.T) {
 }
 
 func TestFleet_NewVersionNeverHealthyIsRolledBack(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, 3)
 	web1 := f.Agent(0)
 	st, _ := web1.Status(context.Background())
@@ -209,6 +248,7 @@ func TestFleet_NewVersionNeverHealthyIsRolledBack(t *testing.T) {
 }
 
 func TestFleet_DeployKilledMidDrainHostRecovers(t *testing.T) {
+	t.Parallel()
 	bin := mythexBin(t)
 	f := startFleet(t, 2)
 	cmd := exec.Command(bin, "deploy", "-f", f.Loaded.Path, "--version", "v2", "--json")
@@ -263,6 +303,7 @@ func TestFleet_DeployKilledMidDrainHostRecovers(t *testing.T) {
 }
 
 func TestFleet_SecondDeployRefused(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -294,6 +335,7 @@ func TestFleet_SecondDeployRefused(t *testing.T) {
 }
 
 func TestDeployCommand_RefusesBeforeTouchingAnything(t *testing.T) {
+	t.Parallel()
 	bin := mythexBin(t)
 	f := startFleet(t, 2)
 	bad := filepath.Join(t.TempDir(), "bad.yml")
@@ -338,6 +380,7 @@ func TestDeployCommand_RefusesBeforeTouchingAnything(t *testing.T) {
 // with cgo on, as `go run ./cmd/mythex demo --runtime docker` makes it on most
 // machines: the demo must build the static binary its image needs itself.
 func TestDemo_DockerRuntimeDropsNothing(t *testing.T) {
+	t.Parallel()
 	mythexBin(t)
 	bin, err := testbin.BuildCgo(testbin.Mythex)
 	if err != nil {
@@ -350,7 +393,7 @@ func TestDemo_DockerRuntimeDropsNothing(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 2, Rate: 50, Deploys: 1, Exe: bin, Dir: t.TempDir(), Runtime: RuntimeDocker})
+	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 2, Rate: 50, Deploys: 1, Exe: bin, Dir: fleetDir(t), Runtime: RuntimeDocker, ProbeTimeout: testProbeTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,12 +15,14 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -428,24 +430,77 @@ func (f *Fleet) LogTail(name string, n int64) string {
 
 func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 
-// freePorts asks the kernel for n free loopback ports.
+// handedOut holds every port freePorts has returned in this process, so two
+// fleets started at once (tests run in parallel) are never handed the same
+// port before their processes bind it.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// freePorts returns n loopback ports that are free now and were never
+// returned before in this process. They are taken below the kernel's
+// ephemeral range when it is known (Linux): a port from there can be handed
+// to any other process's bind to port 0, or be the local end of an outgoing
+// connection, in the seconds before the fleet's processes bind it (seen as a
+// service exiting "address already in use" on a busy machine); below the
+// range only an explicit bind takes it. Elsewhere the kernel picks.
 func freePorts(n int) ([]int, error) {
+	handedOut.Lock()
+	defer handedOut.Unlock()
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
 			l.Close()
 		}
 	}()
+	low := ephemeralLow()
 	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 100*n {
+			return nil, fmt.Errorf("find %d free ports: tried %d", n, tries)
+		}
+		port := 0
+		if low > minFleetPort+n {
+			port = minFleetPort + mrand.IntN(low-minFleetPort)
+		}
+		l, err := net.Listen("tcp", addr(port))
 		if err != nil {
+			if port != 0 {
+				continue // taken: try another
+			}
 			return nil, fmt.Errorf("find a free port: %w", err)
 		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ls = append(ls, l) // held open until all n are found, so none repeats
+		port = l.Addr().(*net.TCPAddr).Port
+		if handedOut.ports[port] {
+			continue
+		}
+		handedOut.ports[port] = true
+		ports = append(ports, port)
 	}
 	return ports, nil
+}
+
+// minFleetPort is the lowest port freePorts picks below the ephemeral range.
+const minFleetPort = 10000
+
+// ephemeralLow is the first port of the kernel's ephemeral range (from
+// /proc/sys/net/ipv4/ip_local_port_range), or 0 when unknown.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 0
+	}
+	return low
 }
 
 func token() string {

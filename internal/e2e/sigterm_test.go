@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -51,6 +52,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each case owns its processes, ports and dirs
 			l, err := fleet.Parse("seed.yml", tc.src)
 			if err != nil {
 				t.Fatal(err)
@@ -122,7 +124,10 @@ func sigtermOne(t *testing.T, bin string, cfg fleet.Config) probe.Report {
 		return true
 	})
 
-	p, err := probe.New(probe.Config{URL: "http://" + cfg.LoadBalancer.Listen + "/", Rate: 200, Timeout: 2 * time.Second}, probe.Deps{})
+	// A 10 s request timeout: a request a loaded machine starves for
+	// seconds is not one the fleet dropped (those are refused, reset or
+	// LB-marked at once).
+	p, err := probe.New(probe.Config{URL: "http://" + cfg.LoadBalancer.Listen + "/", Rate: 200, Timeout: 10 * time.Second}, probe.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,20 +211,37 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	}
 }
 
+// handedOut is every port freePorts returned in this process: a port whose
+// probe listener is closed may come back from the next bind to port 0, and
+// the subtests run at once.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// freePorts returns n free loopback ports, never one returned before.
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
+	handedOut.Lock()
+	defer handedOut.Unlock()
 	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
 	var ports []int
-	for range n {
+	for len(ports) < n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
+		port := l.Addr().(*net.TCPAddr).Port
+		if !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			ports = append(ports, port)
+		}
 	}
 	return ports
 }

@@ -162,8 +162,10 @@ func TestRecorder_RecordDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// TestRecorder_MemoryDoesNotGrowWithRequests: 300,000 requests over ten
-// seconds leave the heap where it was: nothing is kept per request.
+// TestRecorder_MemoryDoesNotGrowWithRequests: 60,000 requests over ten
+// seconds leave the heap where it was: nothing is kept per request (even
+// 2.2 bytes a request would show; TestRecorder_RecordDoesNotAllocate pins
+// the per-call allocations at zero).
 func TestRecorder_MemoryDoesNotGrowWithRequests(t *testing.T) {
 	r := newRecorder(time.Millisecond)
 	res := okResult(0, 0)
@@ -174,7 +176,7 @@ func TestRecorder_MemoryDoesNotGrowWithRequests(t *testing.T) {
 		r.record(res)
 	}
 	before := heapInUse()
-	const n = 300_000
+	const n = 60_000
 	for i := 0; i < n; i++ {
 		res.second = i % 10
 		res.latency = time.Duration(i%5000) * time.Microsecond
@@ -182,8 +184,8 @@ func TestRecorder_MemoryDoesNotGrowWithRequests(t *testing.T) {
 		r.record(res)
 	}
 	after := heapInUse()
-	if grew := int64(after) - int64(before); grew > 256<<10 {
-		t.Errorf("heap grew %d bytes over %d requests (%.2f B/request), want < 256 KiB", grew, n, float64(grew)/n)
+	if grew := int64(after) - int64(before); grew > 128<<10 {
+		t.Errorf("heap grew %d bytes over %d requests (%.2f B/request), want < 128 KiB", grew, n, float64(grew)/n)
 	}
 	var rep Report
 	r.fill(&rep)

@@ -159,6 +159,9 @@ func TestExchange_RealServers(t *testing.T) {
 		{"503 off the health path", func(t *testing.T) string {
 			return newTestServer(t, statusHandler(503, nil))
 		}, false, Outcome{ClassAppError, ReasonAppStatus}, 503},
+		// The server's close races the client's write: a FIN read before
+		// the request lands is EOF; a request that reaches the closed socket
+		// draws a RST, read as a reset. Both reached nothing.
 		{"closed right after accept", func(t *testing.T) string {
 			return rawServer(t, func(_ int, c net.Conn) {})
 		}, false, Outcome{ClassReachedNothing, ReasonEOF}, 0},
@@ -207,13 +210,30 @@ func TestExchange_RealServers(t *testing.T) {
 			})
 		}, false, Outcome{ClassOK, ReasonResponse}, 302},
 	}
+	// also holds, by case name, a second outcome as correct as want: the
+	// other side of a race the test cannot order.
+	also := map[string]Outcome{
+		"closed right after accept": {ClassReachedNothing, ReasonReset},
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			obs, _ := doOnce(t, tc.url(t), 300*time.Millisecond)
+			// Only the cases that end in a timeout get a short one: a loaded
+			// machine can take longer than that to answer the others.
+			timeout := 10 * time.Second
+			if tc.want.Reason == ReasonTimeout {
+				timeout = 300 * time.Millisecond
+			}
+			obs, _ := doOnce(t, tc.url(t), timeout)
 			obs.HealthPath = tc.healthPath
 			got := Classify(obs)
-			if got != tc.want || obs.Status != tc.status {
-				t.Errorf("got %v/%v status %d (err %v), want %v/%v status %d", got.Class, got.Reason, obs.Status, obs.Err, tc.want.Class, tc.want.Reason, tc.status)
+			other, raced := also[tc.name]
+			ok := got == tc.want || (raced && got == other)
+			if !ok || obs.Status != tc.status {
+				want := fmt.Sprintf("%v/%v", tc.want.Class, tc.want.Reason)
+				if raced {
+					want += fmt.Sprintf(" or %v/%v", other.Class, other.Reason)
+				}
+				t.Errorf("got %v/%v status %d (err %v), want %s status %d", got.Class, got.Reason, obs.Status, obs.Err, want, tc.status)
 			}
 		})
 	}
@@ -292,11 +312,30 @@ func TestExchange_IdleConnectionClosedIsSkipped(t *testing.T) {
 		}
 	})
 	tr := newTestTransport(t, url)
+	// Note the first connection, to wait for its FIN below.
+	var first *probeConn
+	dial := tr.hc.DialTimeout
+	tr.hc.DialTimeout = func(addr string, timeout time.Duration) (net.Conn, error) {
+		c, err := dial(addr, timeout)
+		if pc, ok := c.(*probeConn); ok && first == nil {
+			first = pc
+		}
+		return c, err
+	}
 	x := tr.newExchanger()
 	if obs, _ := x.exchange(2 * time.Second); obs.Err != nil || obs.Status != 200 {
 		t.Fatalf("first request: status %d err %v", obs.Status, obs.Err)
 	}
-	<-closed // on loopback the FIN has arrived when close returns
+	<-closed
+	if first == nil {
+		t.Fatal("the first request dialed no probeConn")
+	}
+	// The server's close returning does not mean the client's kernel has
+	// taken the FIN in (a loaded machine defers loopback delivery to
+	// ksoftirqd): wait until the idle connection shows it, as the next
+	// request's check will. The connection sits idle in the pool, so this
+	// peek is its only user.
+	waitFor(t, first.closedWhileIdle)
 	obs, _ := x.exchange(2 * time.Second)
 	if got := Classify(obs); got.Class != ClassOK {
 		t.Errorf("request after the idle close: %v/%v (err %v), want ok on a new connection", got.Class, got.Reason, obs.Err)
@@ -368,6 +407,7 @@ func TestExchange_TLS(t *testing.T) {
 // turn ok, LB 502 and app 500; every class lands in the report. (Resets are
 // left out: TestExchange_ReusedConnectionDied covers them.)
 func TestRun_RealServerMix(t *testing.T) {
+	t.Parallel() // waits on real time; its own server
 	var n atomic.Int64
 	url := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
 		switch n.Add(1) % 3 {
@@ -379,7 +419,7 @@ func TestRun_RealServerMix(t *testing.T) {
 			statusHandler(500, map[string]string{wire.HeaderVersion: "v2"})(w, r)
 		}
 	})
-	r, err := Run(t.Context(), Config{URL: url, Rate: 30, Duration: time.Second}, Deps{})
+	r, err := Run(t.Context(), Config{URL: url, Rate: 30, Duration: time.Second, Timeout: 10 * time.Second}, Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,6 +439,7 @@ func TestRun_RealServerMix(t *testing.T) {
 // TestRun_ProbeErrorIsNotReachedNothing: a name that does not resolve is the
 // prober's problem, not a request the target dropped.
 func TestRun_ProbeErrorIsNotReachedNothing(t *testing.T) {
+	t.Parallel() // waits on real time; its own server
 	r, err := Run(t.Context(), Config{URL: "http://mythex-probe-test.invalid/", Rate: 5, Duration: time.Second}, Deps{})
 	if err != nil {
 		t.Fatal(err)
@@ -429,6 +470,7 @@ func BenchmarkExchange(b *testing.B) {
 // no connection open to the target (a library user running many probes
 // leaks nothing).
 func TestProber_StopClosesConnections(t *testing.T) {
+	t.Parallel() // waits on real time; its own server
 	var open atomic.Int64
 	srv := httptest.NewUnstartedServer(statusHandler(200, nil))
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
@@ -441,7 +483,7 @@ func TestProber_StopClosesConnections(t *testing.T) {
 	}
 	srv.Start()
 	t.Cleanup(srv.Close)
-	p := mustNew(t, Config{URL: srv.URL, Rate: 50, Duration: 500 * time.Millisecond}, Deps{})
+	p := mustNew(t, Config{URL: srv.URL, Rate: 50, Duration: 500 * time.Millisecond, Timeout: 10 * time.Second}, Deps{})
 	if err := p.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -454,14 +496,19 @@ func TestProber_StopClosesConnections(t *testing.T) {
 
 // TestRun_RealSlowServerKeepsSchedule is the real-time counterpart of
 // TestProber_OpenLoopAgainstSlowTarget: a real server that serves one
-// request at a time in 60 ms (capacity ~16/s) probed at 50/s for 1 s. The
-// requests arrive over about 1 s, on schedule (a closed-loop prober would need
-// 3 s to send them), and the latency from the scheduled time reaches about
-// 2 s for the last ones. Bounds are generous for a busy machine.
+// request at a time in 60 ms (capacity ~16/s) probed at 50/s for 1 s. An
+// open-loop prober keeps sending while the server is busy, so requests queue
+// up at the server (a closed-loop prober, waiting for each answer, never has
+// more than its few workers' requests there), and the latency from the
+// scheduled time reaches about 2 s for the last ones. Both hold however late
+// a loaded machine runs the sends: requests that arrive faster than 60 ms
+// apart queue, and the last of 50 served one by one ends ≥ 3 s after the
+// first arrived while it was due within 1 s of the start.
 func TestRun_RealSlowServerKeepsSchedule(t *testing.T) {
+	t.Parallel() // waits on real time; its own server
 	var mu sync.Mutex
 	var first, last time.Time
-	var arrivals int
+	var arrivals, waiting, maxWaiting int
 	serve := make(chan struct{}, 1)
 	url := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
@@ -471,12 +518,17 @@ func TestRun_RealSlowServerKeepsSchedule(t *testing.T) {
 		}
 		last = now
 		arrivals++
+		waiting++
+		maxWaiting = max(maxWaiting, waiting)
 		mu.Unlock()
 		serve <- struct{}{}
 		defer func() { <-serve }()
+		mu.Lock()
+		waiting--
+		mu.Unlock()
 		time.Sleep(60 * time.Millisecond) // the server's service time
 	})
-	r, err := Run(t.Context(), Config{URL: url, Rate: 50, Duration: time.Second, Timeout: 10 * time.Second}, Deps{})
+	r, err := Run(t.Context(), Config{URL: url, Rate: 50, Duration: time.Second, Timeout: 30 * time.Second}, Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,15 +537,15 @@ func TestRun_RealSlowServerKeepsSchedule(t *testing.T) {
 		t.Fatalf("requests %d ok %d unsent %d, want 50 50 0", r.Requests, r.OK, r.Unsent)
 	}
 	mu.Lock()
-	spread := last.Sub(first)
+	spread, queued := last.Sub(first), maxWaiting
 	mu.Unlock()
-	if spread > 2*time.Second {
-		t.Errorf("requests arrived over %v: the send schedule slipped (closed loop: ~3s; open loop: ~1s)", spread)
+	if queued < 10 {
+		t.Errorf("at most %d requests waited at the server at once, want ≥ 10: the prober waited for answers (closed loop)", queued)
 	}
 	if r.Latency.Max < 1500*time.Millisecond {
 		t.Errorf("max latency from scheduled time %v, want ≥ 1.5s (the queue builds up)", r.Latency.Max)
 	}
-	t.Logf("arrivals over %v; latency from scheduled time p50 %v max %v; from send p50 %v", spread, r.Latency.P50, r.Latency.Max, r.SendLatency.P50)
+	t.Logf("arrivals over %v, up to %d waiting; latency from scheduled time p50 %v max %v; from send p50 %v", spread, queued, r.Latency.P50, r.Latency.Max, r.SendLatency.P50)
 }
 
 // TestExchange_HEAD: a HEAD response's Content-Length announces a body that

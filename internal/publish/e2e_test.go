@@ -201,7 +201,9 @@ func TestWriteUpReproduction_BlueGreen(t *testing.T) {
 
 	// A prober against the app through the LB for the whole of both
 	// publishes: every request must reach the app.
-	prober, err := probe.New(probe.Config{URL: lbURL + "/", Rate: 50}, probe.Deps{})
+	// A 10 s request timeout: a request a loaded machine starves is not one
+	// the publish dropped (those are refused, reset or LB-marked at once).
+	prober, err := probe.New(probe.Config{URL: lbURL + "/", Rate: 50, Timeout: 10 * time.Second}, probe.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,21 +1,35 @@
 // Package testbin builds this module's commands (the mythex binary, the sample
-// app) once per test process, for end-to-end tests that run them as real
-// processes. It is imported only from _test.go files.
+// app) for end-to-end tests that run them as real processes. It is imported
+// only from _test.go files.
+//
+// `go test ./...` runs one test process per package, and most end-to-end
+// packages need the same binaries: linking the mythex binary takes seconds of
+// CPU, once per package if each built its own copy. So the binaries live in
+// one directory per checkout under the system's temporary directory, shared by
+// every test process of that checkout, and a build takes a file lock: the
+// first process links, the others wait, then `go build` finds the binary up to
+// date (its build ID matches) and leaves it as it is. A changed source makes
+// `go build` link again, so a stale binary is never run.
 package testbin
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
+
+	"github.com/gofrs/flock"
 )
 
 var (
 	mu    sync.Mutex
 	built = map[string]string{}
-	dir   string
 )
 
 // Module is this module's import path.
@@ -27,52 +41,83 @@ const App = Module + "/examples/app"
 // Mythex is the import path of the mythex command.
 const Mythex = Module + "/cmd/mythex"
 
-// Build compiles the package pkg (an import path in this module) with `go build`
-// into a directory shared by the test process, once, and returns the binary's
-// path. Later calls with the same pkg return the same path. The binary is static
-// (CGO_ENABLED=0) so it can also go into a FROM scratch image. Errors carry the
-// compiler's output.
+// Build compiles the package pkg (an import path in this module, or a path
+// relative to the test's directory) with `go build`, and returns the binary's
+// path. Within a test process later calls with the same pkg return the same
+// path at once; across the test processes of one checkout the binary is
+// shared (see the package doc). The binary is static (CGO_ENABLED=0) so it can
+// also go into a FROM scratch image. Errors carry the compiler's output.
 func Build(pkg string) (string, error) { return build(pkg, "0") }
 
 // BuildCgo compiles pkg like Build but with CGO_ENABLED=1, as `go run` and
 // `go build` do by default on a machine with a C compiler: the binary is
-// dynamically linked there. Its path ends in "-cgo".
+// dynamically linked there. Its name ends in "-cgo".
 func BuildCgo(pkg string) (string, error) { return build(pkg, "1") }
 
 func build(pkg, cgo string) (string, error) {
 	mu.Lock()
 	defer mu.Unlock()
-	key := pkg + "#cgo=" + cgo
-	if p, ok := built[key]; ok {
+	memo := pkg + "#cgo=" + cgo
+	if p, ok := built[memo]; ok {
 		return p, nil
 	}
-	if dir == "" {
-		d, err := os.MkdirTemp("", "mythex-testbin-")
+	dir, err := sharedDir()
+	if err != nil {
+		return "", fmt.Errorf("testbin: %w", err)
+	}
+	key := pkg
+	if strings.HasPrefix(pkg, ".") {
+		abs, err := filepath.Abs(pkg)
 		if err != nil {
 			return "", fmt.Errorf("testbin: %w", err)
 		}
-		dir = d
+		key = abs
 	}
-	out := filepath.Join(dir, path.Base(pkg))
+	name := path.Base(filepath.ToSlash(pkg)) + "-" + shortHash(key)
 	if cgo == "1" {
-		out += "-cgo"
+		name += "-cgo"
 	}
+	out := filepath.Join(dir, name)
+	lock := flock.New(out + ".lock")
+	if err := lock.Lock(); err != nil {
+		return "", fmt.Errorf("testbin: lock %s: %w", lock.Path(), err)
+	}
+	defer lock.Unlock()
 	cmd := exec.Command("go", "build", "-o", out, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("testbin: go build (CGO_ENABLED=%s) %s: %w\n%s", cgo, pkg, err, b)
 	}
-	built[key] = out
+	built[memo] = out
 	return out, nil
 }
 
-// Cleanup removes every binary built; call it from TestMain after m.Run.
+// sharedDir returns (making it) the directory of this checkout's binaries:
+// named after the module's root directory and the build settings, so two
+// checkouts, or two GOFLAGS, never share a binary.
+func sharedDir() (string, error) {
+	root, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	key := strings.Join([]string{strings.TrimSpace(string(root)), os.Getenv("GOFLAGS"), runtime.GOOS, runtime.GOARCH}, "\x00")
+	dir := filepath.Join(os.TempDir(), "mythex-testbin-"+shortHash(key))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+func shortHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:6])
+}
+
+// Cleanup forgets the binaries this process built; call it from TestMain
+// after m.Run. The files stay for the checkout's other test processes (which
+// may be running them now) and for the next run, like Go's build cache.
 func Cleanup() {
 	mu.Lock()
 	defer mu.Unlock()
-	if dir != "" {
-		os.RemoveAll(dir)
-		dir = ""
-		built = map[string]string{}
-	}
+	built = map[string]string{}
 }

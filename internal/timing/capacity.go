@@ -10,7 +10,8 @@ import (
 // rotation: hosts − batch_size ≥ 1. Otherwise the load balancer has no target
 // at all for the length of a batch and every request reaches nothing (503 no
 // targets), however good every timing is. With no hosts listed there is
-// nothing to judge; that is marginal, not a pass.
+// nothing to judge: it passes as "not judged" (an orchestrator's replicas are
+// not hosts, and a marginal verdict on every such config would be noise).
 var capacityInvariant = invariant{
 	name:   "capacity",
 	inputs: []string{"deploy.batch_size"},
@@ -24,9 +25,9 @@ func evalCapacity(c *fleet.Config) []clause {
 	}}
 	switch {
 	case n == 0:
-		cl.text = func() string { return "no hosts listed: capacity during a deploy is not judged" }
-		cl.level = Marginal
-		cl.why = func() string { return "list the fleet's hosts to have the deploy's capacity checked" }
+		cl.text = func() string {
+			return "no hosts listed: capacity during a deploy is not judged (list the hosts to have it checked)"
+		}
 	case n == 1:
 		cl.level = Fail
 		cl.why = func() string {

@@ -48,30 +48,31 @@ func (pc publicCase) level() Level {
 
 var publicCases = []publicCase{
 	{id: "alb-1064-prestop5", variant: "original", fail: []string{"overlap", "grace"},
-		slack: map[string]time.Duration{"overlap": -10 * time.Second, "grace": -5 * time.Second}},
-	{id: "alb-1064-prestop5", variant: "fixed", marginal: []string{"overlap"},
-		slack: map[string]time.Duration{"overlap": 10 * time.Second, "grace": 5 * time.Second}},
+		slack: map[string]time.Duration{"overlap": -25 * time.Second, "grace": -5 * time.Second}},
+	// Issue 13's calibration: 25 s against a 30 s delay on ip targets had
+	// errors on every deploy in another public incident; it fails.
+	{id: "alb-1064-prestop5", variant: "fixed", fail: []string{"overlap"},
+		slack: map[string]time.Duration{"overlap": -5 * time.Second, "grace": 5 * time.Second}},
 
 	{id: "alb-2106-sleep-matrix", variant: "test1", fail: []string{"overlap"},
 		slack: map[string]time.Duration{"overlap": -15 * time.Second}},
 	{id: "alb-2106-sleep-matrix", variant: "test2", marginal: []string{"overlap"}},
 	{id: "alb-2106-sleep-matrix", variant: "test3"},
-	{id: "alb-2106-sleep-matrix", variant: "test3-ip", marginal: []string{"overlap"}},
+	{id: "alb-2106-sleep-matrix", variant: "test3-ip", fail: []string{"overlap"}},
 
 	{id: "alb-1719-readiness-gate", variant: "original", fail: []string{"overlap"},
-		slack: map[string]time.Duration{"overlap": -10 * time.Second}},
+		slack: map[string]time.Duration{"overlap": -30 * time.Second}},
 	{id: "alb-1719-readiness-gate", variant: "fixed"},
 	{id: "alb-1719-readiness-gate", variant: "comment-instance", skip: "not enough information: a commenter still saw 502s with instance targets, " +
 		"a 60s preStop and a 300s deregistration delay, but gives neither the propagation it met nor the grace period or drain"},
 
-	{id: "apisix-1011-hardcoded-sleep", variant: "original", fail: []string{"grace"}, marginal: []string{"overlap"},
+	{id: "apisix-1011-hardcoded-sleep", variant: "original", fail: []string{"grace"},
 		slack: map[string]time.Duration{"grace": -300 * time.Second}},
-	{id: "apisix-1011-hardcoded-sleep", variant: "fixed", marginal: []string{"overlap"},
+	{id: "apisix-1011-hardcoded-sleep", variant: "fixed",
 		slack: map[string]time.Duration{"grace": 0}},
 
 	{id: "govuk-prestop-progression", variant: "none", fail: []string{"overlap"}, anyTargetType: true},
-	{id: "govuk-prestop-progression", variant: "prestop15", fail: []string{"overlap"}, anyTargetType: true,
-		slack: map[string]time.Duration{"overlap": 0}},
+	{id: "govuk-prestop-progression", variant: "prestop15", fail: []string{"overlap"}, anyTargetType: true},
 	{id: "govuk-prestop-progression", variant: "prestop60", skip: "not enough information: judging a 60s sleep needs the deregistration delay " +
 		"and terminationGracePeriodSeconds, which the excerpts do not show"},
 

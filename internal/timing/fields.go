@@ -102,3 +102,25 @@ func (f numField) format(v int64) string {
 }
 
 func formatCount(v int64) string { return strconv.FormatInt(v, 10) }
+
+// FieldValue returns the value of the numeric field at the dotted mythex.yml
+// path in c — nanoseconds for a duration, the count otherwise — and whether
+// the path names a numeric field outside a list.
+func FieldValue(c *fleet.Config, path string) (v int64, isDuration, ok bool) {
+	f, ok := lookupField(path)
+	if !ok || f.index == nil {
+		return 0, false, false
+	}
+	return f.get(c), f.duration, true
+}
+
+// SetFieldValue stores v (nanoseconds or a count) in the numeric field at
+// path; it reports false, changing nothing, when path names none.
+func SetFieldValue(c *fleet.Config, path string, v int64) bool {
+	f, ok := lookupField(path)
+	if !ok || f.index == nil {
+		return false
+	}
+	f.set(c, v)
+	return true
+}

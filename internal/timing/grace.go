@@ -10,8 +10,11 @@ import (
 // graceInvariant: nothing in flight is cut. The drain and graceful shutdown
 // finish before SIGKILL (pre_stop + D + S + margin ≤ G; Kubernetes counts
 // preStop inside terminationGracePeriodSeconds, Docker's stop timeout starts at
-// SIGTERM with no preStop). When backend.longest_request is set, the shutdown
-// waits long enough for it (longest_request ≤ S), and an LB that cuts a
+// SIGTERM with no preStop). When backend.longest_request is set, a request
+// accepted just before the listener closes ends before SIGKILL
+// (close + longest_request ≤ G, the relation a platform file shows even when
+// the app's own shutdown timeout is unknown), the shutdown waits long enough
+// for it (longest_request ≤ S), and an LB that cuts a
 // deregistered target's requests when its deregistration delay ends (embedded,
 // ALB) gives it long enough too (propagation + longest_request ≤ R).
 var graceInvariant = invariant{
@@ -51,6 +54,12 @@ func evalGrace(c *fleet.Config) []clause {
 	if l <= 0 {
 		return out
 	}
+	closed := closeAt(c)
+	out = append(out, atMost(closed+l, g, false, func() string {
+		return fmt.Sprintf("listener closes at %s + longest_request %s = %s ≤ stop_grace_period %s", fmtDur(closed), fmtDur(l), fmtDur(closed+l), fmtDur(g))
+	}).because(func() string {
+		return fmt.Sprintf("a request accepted just before the listener closes may run %s: SIGKILL at %s cuts it %s early", fmtDur(l), fmtDur(g), fmtDur(closed+l-g))
+	}))
 	out = append(out, atMost(l, s, false, func() string {
 		return fmt.Sprintf("longest_request %s ≤ shutdown_timeout %s", fmtDur(l), fmtDur(s))
 	}).because(func() string {

@@ -139,6 +139,9 @@ func slackPhrase(l Level, s time.Duration) string {
 		}
 		return "short by " + fmtDur(-s)
 	}
+	if s < 0 {
+		return "over by " + fmtDur(-s) // a marginal relation that does not hold
+	}
 	return "slack " + fmtDur(s)
 }
 

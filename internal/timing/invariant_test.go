@@ -77,13 +77,14 @@ func TestEvaluate_BindingRelation(t *testing.T) {
 		c.Backend.LongestRequest, c.Drain.ShutdownTimeout, c.Backend.StopGracePeriod = 20*sec, 10*sec, 20*sec
 	})
 	r := evaluate(graceInvariant, &c)
-	if r.Level != Fail || r.Slack != -10*sec {
-		t.Fatalf("grace = %v %v, want fail by 10s (the longest-request relation binds)", r.Level, r.Slack)
+	if r.Level != Fail || r.Slack != -15*sec {
+		t.Fatalf("grace = %v %v, want fail by 15s (the longest request accepted at close binds)", r.Level, r.Slack)
 	}
-	if r.Formula != "longest_request 20s ≤ shutdown_timeout 10s" {
+	if r.Formula != "listener closes at 15s + longest_request 20s = 35s ≤ stop_grace_period 20s" {
 		t.Errorf("formula = %q", r.Formula)
 	}
-	if len(r.Notes) != 2 || !contains(r.Notes[1], "also fail: serve_period 15s + shutdown_timeout 10s = 25s ≤ stop_grace_period 20s (short by 5s)") {
+	if len(r.Notes) != 3 || !contains(r.Notes[1], "also fail: longest_request 20s ≤ shutdown_timeout 10s (short by 10s)") ||
+		!contains(r.Notes[2], "also fail: serve_period 15s + shutdown_timeout 10s = 25s ≤ stop_grace_period 20s (short by 5s)") {
 		t.Errorf("notes = %q, want the explanation and the other failing relation", r.Notes)
 	}
 }

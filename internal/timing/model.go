@@ -42,15 +42,16 @@ const (
 // removal is when the LB stops routing to a terminating service.
 type removal struct {
 	path removalPath
-	// at is when the LB stops routing by the expected numbers (health checks
-	// and propagation_margin); overlap fails if the service closes by then.
+	// at is when the LB stops routing by the expected numbers (health checks,
+	// propagation_margin, an ALB ip target's deregistration delay); overlap
+	// fails if the service closes by then.
 	at time.Duration
-	// worst is the latest the LB may still route to it by a conservative bound
-	// (propagation_max; for ALB ip targets the deregistration delay); overlap
-	// is marginal if the service closes by then. worst ≥ at.
+	// worst is the latest the LB may still route to it by a conservative
+	// bound (propagation_max); overlap is marginal if the service closes by
+	// then. worst ≥ at.
 	worst time.Duration
-	// worstIsDeregDelay says worst comes from the ALB's deregistration delay.
-	worstIsDeregDelay bool
+	// atIsDeregDelay says at comes from the ALB's deregistration delay.
+	atIsDeregDelay bool
 }
 
 // detect is the health-check part of the route stop: the next check can be up
@@ -79,22 +80,40 @@ func pathOf(c *fleet.Config) removalPath {
 	return byHealthCheck
 }
 
+// healthPropagates reports whether the LB learns a health-check verdict
+// through a control plane, so that propagation_margin adds to detection. An
+// ALB's health checks run on its own nodes, which stop routing to a target
+// they found unhealthy themselves: the propagation margin belongs to the
+// deregistration path only. A proxy of kind other (Traefik reading Docker's
+// health status, ingress-nginx reading endpoints) learns through its
+// discovery, so its lag counts on both paths.
+func healthPropagates(c *fleet.Config) bool {
+	return c.LoadBalancer.Kind != fleet.KindALB
+}
+
 // removalOf computes when the LB stops routing to a terminating service.
 func removalOf(c *fleet.Config) removal {
 	lb := &c.LoadBalancer
-	extra := propagationMax(c) - lb.PropagationMargin
 	if pathOf(c) == byHealthCheck {
-		at := c.Drain.PreStop + detect(c) + lb.PropagationMargin
-		return removal{path: byHealthCheck, at: at, worst: at + extra}
+		at := c.Drain.PreStop + detect(c)
+		if !healthPropagates(c) {
+			return removal{path: byHealthCheck, at: at, worst: at}
+		}
+		return removal{path: byHealthCheck, at: at + lb.PropagationMargin, worst: at + propagationMax(c)}
 	}
 	r := removal{path: byDeregistration, at: lb.PropagationMargin, worst: propagationMax(c)}
 	// An ALB keeps a deregistered ip target draining for the deregistration
 	// delay, and its deregistration propagates asynchronously: until the delay
-	// ends it may still route new requests there. With instance targets the
-	// node stays registered and the delay does not govern a single service's
-	// removal (aws-load-balancer-controller#2106).
-	if lb.Kind == fleet.KindALB && lb.TargetType == fleet.TargetTypeIP && lb.DeregistrationDelay > r.worst {
-		r.worst, r.worstIsDeregDelay = lb.DeregistrationDelay, true
+	// ends it may still route new requests there. Public incidents happened
+	// with a preStop a few seconds short of the delay, so closing before it
+	// ends fails (the AWS LB controller's guidance: preStop sleep longer than
+	// the deregistration delay). With instance targets the node stays
+	// registered and the delay does not govern a single service's removal
+	// (aws-load-balancer-controller#2106).
+	if lb.Kind == fleet.KindALB && lb.TargetType == fleet.TargetTypeIP && lb.DeregistrationDelay > r.at {
+		// The delay is the bound: once it ends the target is gone, so
+		// propagation_max does not add a marginal band beyond it.
+		r.at, r.worst, r.atIsDeregDelay = lb.DeregistrationDelay, lb.DeregistrationDelay, true
 	}
 	return r
 }
@@ -120,6 +139,9 @@ func describeRemoval(c *fleet.Config) string {
 	head := fmt.Sprintf("%s LB, %s targets, drain_mode %s", lb.Kind, lb.TargetType, c.Deploy.DrainMode)
 	if pathOf(c) == byHealthCheck {
 		s := head + ": the LB takes a draining service out when its health check fails"
+		if !healthPropagates(c) {
+			s += " (its own nodes check, so no propagation margin)"
+		}
 		if c.Deploy.DrainMode == fleet.DrainModeBoth {
 			s += " (a deploy also deregisters, but any other SIGTERM has only the health check)"
 		}
@@ -130,7 +152,7 @@ func describeRemoval(c *fleet.Config) string {
 	case lb.TargetType == fleet.TargetTypeInstance:
 		s += " (instance targets: the node stays registered, so the deregistration delay does not govern removal)"
 	case lb.Kind == fleet.KindALB:
-		s += " (ALB ip targets: conservatively not before the deregistration delay ends)"
+		s += " (ALB ip targets: not before the deregistration delay ends)"
 	}
 	return s
 }

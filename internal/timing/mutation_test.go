@@ -32,6 +32,7 @@ var exempt = map[string]map[direction]string{
 		tooSmall: "a short timeout only makes checks stricter; no timing relation bounds it from below on the embedded LB (the ALB's 2s minimum is checked when kind is alb)",
 	},
 	"load_balancer.health_check.healthy_threshold": {
+		tooLarge: "a slow return into rotation slows a deploy and drops no request: quick-return is marginal, never failing (TestQuickReturn_Eval)",
 		tooSmall: "fewer passing checks only bring a new version back sooner; 1 is valid on the embedded LB (the ALB's minimum of 2 is checked when kind is alb)",
 	},
 	"load_balancer.health_check.unhealthy_threshold": {
@@ -63,6 +64,7 @@ var exempt = map[string]map[direction]string{
 		tooLarge: "the lease guards a dead deploy; its renewal period belongs to the deploy, not to the fleet's timing",
 	},
 	"timing.quick_return_max": {
+		tooSmall: "a tighter policy bound makes quick-return marginal, never failing: a slow return drops no request",
 		tooLarge: "it is the policy bound itself; a looser bound is the operator's choice",
 	},
 }

@@ -11,9 +11,10 @@ import (
 // overlapInvariant: the service outlives the LB's routing to it. It must keep
 // accepting connections until after the LB has stopped sending new requests,
 // plus timing.margin; otherwise requests in between reach nothing (502). The
-// route stop comes from removalOf; marginal when the service closes before the
-// conservative bound (propagation_max, or an ALB ip target's deregistration
-// delay) even though it outlives the expected route stop.
+// route stop comes from removalOf (for ALB ip targets, the end of the
+// deregistration delay); marginal when the service closes before the
+// conservative bound propagation_max even though it outlives the expected
+// route stop.
 var overlapInvariant = invariant{
 	name: "overlap",
 	inputs: []string{
@@ -45,16 +46,15 @@ func evalOverlap(c *fleet.Config) []clause {
 			return fmt.Sprintf("the service outlives the LB's routing by %s, less than timing.margin %s", fmtDur(-window), fmtDur(margin))
 		}
 		msg := fmt.Sprintf("for up to %s the LB can send new requests to a service that has stopped listening (502s)", fmtDur(window))
+		if rm.atIsDeregDelay {
+			msg = fmt.Sprintf("an ALB keeps routing to a deregistered ip target until its deregistration_delay %s ends; the listener closes %s before that (502s on every deploy)", fmtDur(rm.at), fmtDur(window))
+		}
 		if g := c.Backend.StopGracePeriod; rm.at+margin >= g {
 			msg += fmt.Sprintf("; a longer serve_period alone cannot fix it: SIGKILL at stop_grace_period %s comes first, so raise that too", fmtDur(g))
 		}
 		return msg
 	})
 	return []clause{cl.marginalIf(closed <= rm.worst, func() string {
-		if rm.worstIsDeregDelay {
-			return fmt.Sprintf("by the conservative ALB rule an ip target may still get new requests until deregistration_delay %s ends; the listener closes %s before that",
-				fmtDur(rm.worst), fmtDur(rm.worst-closed))
-		}
 		if rm.path == byHealthCheck {
 			return fmt.Sprintf("with propagation_max %s the LB may route until %s; the listener closes %s before that",
 				fmtDur(propagationMax(c)), fmtDur(rm.worst), fmtDur(rm.worst-closed))
@@ -79,7 +79,7 @@ func overlapText(c *fleet.Config, rm removal, closed time.Duration) string {
 		}
 		fmt.Fprintf(&b, " > detect %s (interval %s × unhealthy_threshold %d + timeout %s",
 			fmtDur(rm.at-p), fmtDur(hc.Interval), hc.UnhealthyThreshold, fmtDur(hc.Timeout))
-		if pm := c.LoadBalancer.PropagationMargin; pm > 0 {
+		if pm := c.LoadBalancer.PropagationMargin; pm > 0 && healthPropagates(c) {
 			fmt.Fprintf(&b, " + propagation_margin %s", fmtDur(pm))
 		}
 		b.WriteString(")")
@@ -92,7 +92,11 @@ func overlapText(c *fleet.Config, rm removal, closed time.Duration) string {
 		default:
 			fmt.Fprintf(&b, "listener closes at serve_period %s", fmtDur(closed))
 		}
-		fmt.Fprintf(&b, " > LB stops routing at propagation_margin %s after deregistration", fmtDur(rm.at))
+		if rm.atIsDeregDelay {
+			fmt.Fprintf(&b, " > LB stops routing when deregistration_delay %s ends (ALB ip target)", fmtDur(rm.at))
+		} else {
+			fmt.Fprintf(&b, " > LB stops routing at propagation_margin %s after deregistration", fmtDur(rm.at))
+		}
 	}
 	if m := c.Timing.Margin; m > 0 {
 		fmt.Fprintf(&b, " + margin %s", fmtDur(m))

@@ -46,16 +46,27 @@ func TestOverlap_Eval(t *testing.T) {
 			level: Marginal, slack: 3 * sec, noteMatch: "with propagation_max 4s the LB may route until 16s; the listener closes 1s before"},
 		{name: "instance targets: deregistration delay does not govern", edit: deregisterALB(fleet.KindALB, fleet.TargetTypeInstance),
 			level: Pass, slack: 5 * sec, formula: "listener closes at pre_stop 20s + serve_period 0s = 20s > LB stops routing at propagation_margin 15s"},
-		{name: "ALB ip targets: conservatively until the deregistration delay", edit: deregisterALB(fleet.KindALB, fleet.TargetTypeIP),
-			level: Marginal, slack: 5 * sec, noteMatch: "until deregistration_delay 300s ends; the listener closes 280s before"},
-		{name: "ALB ip targets closing as the deregistration delay ends are marginal", edit: func(c *fleet.Config) {
+		// Issue 13: a preStop a few seconds short of the deregistration delay on
+		// ip targets was a real incident (errors on every deploy); it was only
+		// marginal before.
+		{name: "ALB ip targets: closing before the deregistration delay ends fails", edit: deregisterALB(fleet.KindALB, fleet.TargetTypeIP),
+			level: Fail, slack: -280 * sec, formula: "when deregistration_delay 300s ends", noteMatch: "the listener closes 280s before that"},
+		{name: "ALB ip targets: a few seconds short of the delay fails", edit: func(c *fleet.Config) {
+			deregisterALB(fleet.KindALB, fleet.TargetTypeIP)(c)
+			c.LoadBalancer.DeregistrationDelay = 25 * sec
+		}, level: Fail, slack: -5 * sec, noteMatch: "deregistration_delay 25s"},
+		{name: "ALB ip targets closing as the deregistration delay ends fail", edit: func(c *fleet.Config) {
 			deregisterALB(fleet.KindALB, fleet.TargetTypeIP)(c)
 			c.LoadBalancer.DeregistrationDelay = 20 * sec
-		}, level: Marginal, slack: 5 * sec, noteMatch: "deregistration_delay 20s"},
+		}, level: Fail, slack: 0},
 		{name: "ALB ip targets closing after the deregistration delay pass", edit: func(c *fleet.Config) {
 			deregisterALB(fleet.KindALB, fleet.TargetTypeIP)(c)
 			c.LoadBalancer.DeregistrationDelay = 19 * sec
-		}, level: Pass, slack: 5 * sec},
+		}, level: Pass, slack: sec},
+		// Issue 13: kind alb added its 15s margin on the health path too.
+		{name: "ALB health path: no propagation margin", edit: func(c *fleet.Config) {
+			c.LoadBalancer.Kind, c.LoadBalancer.PropagationMargin = fleet.KindALB, 15*sec
+		}, level: Pass, slack: 3 * sec},
 		{name: "embedded ip targets: deregistration takes effect at once", edit: deregisterALB(fleet.KindEmbedded, fleet.TargetTypeIP),
 			level: Pass, slack: 20 * sec},
 		{name: "deregistered while the listener closes at once", edit: func(c *fleet.Config) {

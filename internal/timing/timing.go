@@ -10,6 +10,7 @@
 package timing
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -200,4 +201,56 @@ func Evaluate(c fleet.Config) Report {
 		rep.Level = max(rep.Level, res.Level)
 	}
 	return rep
+}
+
+// CheckInvariant is Check for one invariant by name: its verdict and the
+// break points of the given fields only (every input when fields is nil),
+// without the cost of the others' search. A field whose extreme values leave
+// the invariant's verdict and slack unchanged is skipped without a search:
+// its relations do not read it on this fleet's path (the health check when
+// removal is by deregistration). ok is false for an unknown name.
+func CheckInvariant(c fleet.Config, name string, fields []string) (r Result, ok bool) {
+	for _, inv := range invariants {
+		if inv.name != name {
+			continue
+		}
+		r = evaluate(inv, &c)
+		if fields == nil {
+			r.Breaks = findBreaks(c, inv)
+			return r, true
+		}
+		for _, path := range inv.inputs {
+			f, found := lookupField(path)
+			if !found || !slices.Contains(fields, path) || !reads(c, inv, f) {
+				continue
+			}
+			r.Breaks = append(r.Breaks, fieldBreaks(c, inv, f)...)
+		}
+		return r, true
+	}
+	return Result{}, false
+}
+
+// reads reports whether inv's verdict or slack differs at the field's lowest
+// valid value, its current value or the search bound.
+func reads(c fleet.Config, inv invariant, f numField) bool {
+	at := func(v int64) (Level, time.Duration) {
+		cc := c
+		f.set(&cc, v)
+		l, s := Pass, time.Duration(0)
+		for i, cl := range inv.eval(&cc) {
+			if i == 0 || cl.level > l || (cl.level == l && cl.slack < s) {
+				l, s = max(l, cl.level), cl.slack
+			}
+		}
+		return l, s
+	}
+	hi := int64(countSearchMax)
+	if f.duration {
+		hi = int64(durationSearchMax)
+	}
+	l0, s0 := at(lowestValid(c, f))
+	l1, s1 := at(f.get(&c))
+	l2, s2 := at(hi)
+	return l0 != l1 || l1 != l2 || s0 != s1 || s1 != s2
 }

@@ -17,7 +17,7 @@ func TestCheck_Seeds(t *testing.T) {
 		overlap  string // the overlap slack phrase
 		breaksAt string // one break point of overlap, as Field Op Value
 	}{
-		{"before.yml", Fail, []string{"overlap", "quick-return", "watchdog-patience"}, "short by 57s", "load_balancer.health_check.interval >= 1.5s"},
+		{"before.yml", Fail, []string{"overlap", "watchdog-patience"}, "short by 57s", "load_balancer.health_check.interval >= 1.5s"},
 		{"after.yml", Pass, nil, "slack 3s", "drain.serve_period <= 12s"},
 	}
 	for _, tc := range cases {

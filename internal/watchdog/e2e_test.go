@@ -214,9 +214,12 @@ func TestWatchdog_E2E_SIGKILLBackWithinKW(t *testing.T) {
 	}
 	t.Logf("K×W = %v: gateway running again after %v, healthy after %v", kw, back, healthy)
 	// Rounds come every W; the K-th strike is at most K×W after the kill.
-	// The margin allows for a round's own time on a busy machine.
-	if back > kw+time.Second {
-		t.Errorf("gateway back after %v, want within K×W = %v (+1s margin)", back, kw)
+	// The margin allows for the rounds' own time, the start of the new
+	// process and this loop's polls on a machine running other suites (as
+	// the agent's tests allow); a watchdog that waited for anything else
+	// (a default 60 s interval, a backoff) still fails.
+	if back > kw+5*time.Second {
+		t.Errorf("gateway back after %v, want within K×W = %v (+5s margin)", back, kw)
 	}
 	if back < time.Duration(p.FailuresBeforeHeal-1)*p.Interval {
 		t.Errorf("gateway back after %v: healed before the K-th strike ((K−1)×W = %v)", back, time.Duration(p.FailuresBeforeHeal-1)*p.Interval)
