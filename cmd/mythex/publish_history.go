@@ -28,7 +28,7 @@ func newPublishHistoryCmd() *cobra.Command {
 		Use:   "history [--app NAME] [--json]",
 		Short: "List the releases of an app (or of every app), newest first",
 		Long: `history lists releases as the release store keeps them: id, status (pending,
-live, failed, rolled_back), when it was published, its image, the last known
+live, failed, rolled_back, interrupted), when it was published, its image, the last known
 good release it would roll back to, and why it failed or was rolled back. The
 release serving now is marked with *. Releases are never deleted: any of them
 can be restored from its record.`,

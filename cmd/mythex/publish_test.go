@@ -214,7 +214,7 @@ func TestProgressLine(t *testing.T) {
 		Look: &publish.Look{N: 3, Machines: []publish.MachineLook{{ID: "m1", Probe: publish.Probe{Ran: true, Error: "connection refused"}}}},
 		Verdict: &publish.Verdict{Status: publish.StatusFailed, Machines: []publish.MachineSummary{{ID: "m1", State: "started", CrashesSeen: 4,
 			LatestExitCode: 1, LatestCrash: at.Add(10200 * time.Millisecond), RestartCount: 4}}}}
-	want := "+ 11.0s  look 3  failed  m1 started, crashed 4× since publish (latest exit 1 at 12:00:10.200), restarts 4, health connection refused"
+	want := "+ 11.0s  look 3  failed  m1 started, crashed 4× since publish (latest: exit code 1 at 12:00:10.200), restarts 4, health connection refused"
 	if got := progressLine(e); got != want {
 		t.Errorf("progressLine =\n%q\nwant\n%q", got, want)
 	}

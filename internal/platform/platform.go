@@ -85,6 +85,10 @@ type Machine struct {
 	// StartedAt is when the current instance's process last started; zero when
 	// the platform does not say (derive it from the newest start event then).
 	StartedAt time.Time `json:"started_at,omitzero"`
+	// Checks are the platform's own health checks of the machine (Fly:
+	// checks[] with status passing, warning or critical), empty when the
+	// platform runs none.
+	Checks []Check `json:"checks,omitempty"`
 	// CreatedAt and UpdatedAt are when the machine was created and last changed.
 	CreatedAt time.Time `json:"created_at,omitzero"`
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
@@ -102,8 +106,11 @@ const MetadataRelease = "mythex_release"
 type State string
 
 // Machine states. Persistent: created, started, stopped, suspended, failed;
-// transient: starting, stopping, restarting, suspending, replacing, destroying;
-// terminal: destroyed.
+// transient: creating, starting, stopping, restarting, suspending, replacing,
+// updating, destroying, and replaced / migrated (Fly: an old version of the
+// machine, or one moved to another host — the next look shows what runs);
+// terminal: destroyed; launch_failed (Fly could not launch it).
+// fly.io/docs/machines/machine-states; updating can last minutes on Fly.
 const (
 	StateCreated    State = "created"
 	StateStarting   State = "starting"
@@ -117,16 +124,24 @@ const (
 	StateFailed     State = "failed"
 	StateDestroying State = "destroying"
 	StateDestroyed  State = "destroyed"
+	// Fly's further states.
+	StateCreating     State = "creating"
+	StateUpdating     State = "updating"
+	StateReplaced     State = "replaced"
+	StateMigrated     State = "migrated"
+	StateLaunchFailed State = "launch_failed"
 )
 
 // String returns the state's name.
 func (s State) String() string { return string(s) }
 
 // Transient reports whether the platform will move the machine out of s by
-// itself (starting, stopping, restarting, suspending, replacing, destroying).
+// itself (creating, starting, stopping, restarting, suspending, replacing,
+// updating, replaced, migrated, destroying).
 func (s State) Transient() bool {
 	switch s {
-	case StateStarting, StateStopping, StateRestarting, StateSuspending, StateReplacing, StateDestroying:
+	case StateStarting, StateStopping, StateRestarting, StateSuspending, StateReplacing, StateDestroying,
+		StateCreating, StateUpdating, StateReplaced, StateMigrated:
 		return true
 	}
 	return false
@@ -245,4 +260,23 @@ func (c Config) WithMetadata(key, value string) Config {
 	}
 	out.Metadata[key] = value
 	return out
+}
+
+// Check is one of the platform's own health checks of a machine (Fly:
+// MachineCheckStatus).
+type Check struct {
+	Name string `json:"name"`
+	// Status is passing, warning or critical.
+	Status string `json:"status"`
+	// Output is what the check last saw.
+	Output string `json:"output,omitempty"`
+}
+
+// UnroutedCreator is a platform with its own proxy (Fly Proxy) that can
+// create a machine the proxy does not route to until it is registered (Fly:
+// skip_service_registration, registered by uncordoning). A blue-green
+// publish creates its new machines this way, so they take no traffic
+// before they are judged.
+type UnroutedCreator interface {
+	CreateUnrouted(ctx context.Context, app string, cfg Config) (Machine, error)
 }

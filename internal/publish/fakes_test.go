@@ -27,6 +27,16 @@ type behavior struct {
 	bootTime time.Duration
 	// unhealthy: the health check never passes.
 	unhealthy bool
+	// status is what the health check answers once booted (0: 200) — e.g.
+	// 500 for an app that runs but answers wrongly.
+	status int
+	// bootStatus is what it answers while booting (0: connection refused),
+	// e.g. 503.
+	bootStatus int
+	// signal ends each crash with this signal (exit code -1), oom with an
+	// OOM kill.
+	signal int
+	oom    bool
 }
 
 // simMachine is one machine of the fake platform, simulated lazily from its
@@ -45,6 +55,7 @@ type simMachine struct {
 	nextAt    time.Time // next transition; zero for none
 	created   time.Time
 	address   string
+	pending   platform.Config // the config a lagging update lands
 }
 
 var never = time.Time{}
@@ -71,7 +82,19 @@ type fakePlatform struct {
 	// updateErr, when set, is returned by Update after it has updated the
 	// machine (a control plane that did the work but did not answer in time).
 	updateErr error
-	calls     []string
+	// skew is added to every time the platform reports (its clock is off
+	// ours by this much).
+	skew time.Duration
+	// refuseUpdates: the next refuseUpdates updates are refused with a 429
+	// before anything happens.
+	refuseUpdates int
+	// updateLag: an update takes this long on the platform (the old process
+	// draining) before the machine runs the new config; the call itself
+	// returns a timeout at once (a call timeout shorter than the drain).
+	updateLag time.Duration
+	// checkImages: CheckImage refuses images without a behavior.
+	checkImages bool
+	calls       []string
 }
 
 func newFakePlatform(clock clockwork.Clock) *fakePlatform {
@@ -116,7 +139,10 @@ func (f *fakePlatform) advance(m *simMachine, now time.Time) {
 			r := m.cfg.Restart.Effective()
 			restart := r.Policy == platform.RestartAlways ||
 				(r.Policy == platform.RestartOnFailure && m.beh.exitCode != 0 && m.rc < r.MaxRetries)
-			x := &platform.Exit{ExitCode: m.beh.exitCode, Restarting: restart, ExitedAt: t}
+			x := &platform.Exit{ExitCode: m.beh.exitCode, Restarting: restart, ExitedAt: t, Signal: m.beh.signal, OOMKilled: m.beh.oom}
+			if m.beh.signal != 0 {
+				x.ExitCode = -1
+			}
 			if restart {
 				m.rc++
 			}
@@ -126,10 +152,49 @@ func (f *fakePlatform) advance(m *simMachine, now time.Time) {
 			} else {
 				m.state, m.nextAt = platform.StateStopped, never
 			}
+		case platform.StateStopping:
+			// A lagging update lands: the old process has stopped; the new
+			// config runs as a new instance.
+			f.event(m, platform.Event{Type: platform.EventExit, Status: "stopped", Source: "user", Timestamp: t,
+				Exit: &platform.Exit{Signal: 15, RequestedStop: true, ExitedAt: t}})
+			f.applyUpdate(m, t, m.pending)
 		default:
 			m.nextAt = never
 		}
 	}
+}
+
+// applyUpdate replaces m's config at t and boots the new instance.
+func (f *fakePlatform) applyUpdate(m *simMachine, t time.Time, cfg platform.Config) {
+	m.cfg, m.beh, m.rc, m.runs = cfg.Clone(), f.behaviors[cfg.Image], 0, 0
+	m.instance++
+	f.event(m, platform.Event{Type: platform.EventUpdate, Status: "replacing", Source: "user", Timestamp: t})
+	f.boot(m, t, f.startDelay)
+}
+
+// kill ends machine id's process with SIGKILL now, as the kernel or an
+// operator would; the platform restarts it per its policy.
+func (f *fakePlatform) kill(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.machines[id]
+	now := f.clock.Now()
+	f.advance(m, now)
+	if m.state != platform.StateStarted {
+		return
+	}
+	m.rc++
+	f.event(m, platform.Event{Type: platform.EventExit, Status: "stopped", Source: "flyd", Timestamp: now, RestartCount: m.rc,
+		Exit: &platform.Exit{ExitCode: -1, Signal: 9, Restarting: true, ExitedAt: now}})
+	f.boot(m, now, f.restartDelay)
+}
+
+// CheckImage implements platform.ImageChecker when checkImages is set.
+func (f *fakePlatform) CheckImage(_ context.Context, image string) error {
+	if _, ok := f.behaviors[image]; f.checkImages && !ok {
+		return fmt.Errorf("%w: %s", platform.ErrImageNotFound, image)
+	}
+	return nil
 }
 
 func (f *fakePlatform) view(m *simMachine) platform.Machine {
@@ -137,14 +202,23 @@ func (f *fakePlatform) view(m *simMachine) platform.Machine {
 	for i := len(m.events) - 1; i >= 0; i-- {
 		ev = append(ev, m.events[i])
 	}
+	ev = platform.TrimEvents(ev, f.capacity)
+	for i := range ev {
+		ev[i].Timestamp = ev[i].Timestamp.Add(f.skew)
+		if ev[i].Exit != nil {
+			x := *ev[i].Exit
+			x.ExitedAt = x.ExitedAt.Add(f.skew)
+			ev[i].Exit = &x
+		}
+	}
 	out := platform.Machine{ID: m.id, Name: m.id, App: m.app, State: m.state, Config: m.cfg.Clone(), ImageRef: m.cfg.Image,
-		InstanceID: fmt.Sprintf("%s-i%d", m.id, m.instance), Address: m.address, Events: platform.TrimEvents(ev, f.capacity),
-		CreatedAt: m.created}
+		InstanceID: fmt.Sprintf("%s-i%d", m.id, m.instance), Address: m.address, Events: ev,
+		CreatedAt: m.created.Add(f.skew)}
 	if f.giveRestartCount {
 		out.RestartCount, out.HasRestartCount = m.rc, true
 	}
 	if f.giveStartedAt && m.state == platform.StateStarted {
-		out.StartedAt = m.startedAt
+		out.StartedAt = m.startedAt.Add(f.skew)
 	}
 	return out
 }
@@ -215,13 +289,20 @@ func (f *fakePlatform) Update(_ context.Context, app, id string, cfg platform.Co
 	if err != nil {
 		return platform.Machine{}, err
 	}
+	if f.refuseUpdates > 0 {
+		f.refuseUpdates--
+		f.record("refused update %s %s", id, cfg.Image)
+		return platform.Machine{}, fmt.Errorf("update %s: %w: HTTP 429", id, platform.ErrRateLimited)
+	}
 	now := f.clock.Now()
-	f.stopProcess(m, now)
-	m.cfg, m.beh, m.rc, m.runs = cfg.Clone(), f.behaviors[cfg.Image], 0, 0
-	m.instance++
-	f.event(m, platform.Event{Type: platform.EventUpdate, Status: "replacing", Source: "user", Timestamp: now})
-	f.boot(m, now, f.startDelay)
 	f.record("update %s %s", id, cfg.Image)
+	if f.updateLag > 0 {
+		// The old process drains; the call gives up before it is done.
+		m.state, m.nextAt, m.pending = platform.StateStopping, now.Add(f.updateLag), cfg.Clone()
+		return platform.Machine{}, fmt.Errorf("update %s: %w: context deadline exceeded", id, platform.ErrTimeout)
+	}
+	f.stopProcess(m, now)
+	f.applyUpdate(m, now, cfg)
 	if f.updateErr != nil {
 		return platform.Machine{}, f.updateErr
 	}
@@ -303,9 +384,33 @@ func (f *fakePlatform) healthyAddr(addr string) bool {
 		}
 		now := f.clock.Now()
 		f.advance(m, now)
-		return m.state == platform.StateStarted && !m.beh.unhealthy && now.Sub(m.startedAt) >= m.beh.bootTime
+		return m.state == platform.StateStarted && !m.beh.unhealthy && now.Sub(m.startedAt) >= m.beh.bootTime && (m.beh.status == 0 || m.beh.status/100 == 2)
 	}
 	return false
+}
+
+// statusAddr is what the machine at addr answers its health check now: 0
+// for no answer (refused).
+func (f *fakePlatform) statusAddr(addr string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.machines {
+		if m.address != addr || m.state == platform.StateDestroyed {
+			continue
+		}
+		now := f.clock.Now()
+		f.advance(m, now)
+		switch {
+		case m.state != platform.StateStarted || m.beh.unhealthy:
+			return 0
+		case now.Sub(m.startedAt) < m.beh.bootTime:
+			return m.beh.bootStatus
+		case m.beh.status != 0:
+			return m.beh.status
+		}
+		return 200
+	}
+	return 0
 }
 
 // healthyApp reports whether some started machine of app answers now (the
@@ -341,16 +446,19 @@ func (c fakeChecker) Check(_ context.Context, raw string) Probe {
 		p.Error = err.Error()
 		return p
 	}
-	ok := false
+	status := 0
 	if app, found := strings.CutSuffix(u.Hostname(), ".app.test"); found {
-		ok = c.p.healthyApp(app)
+		if c.p.healthyApp(app) {
+			status = 200
+		}
 	} else {
-		ok = c.p.healthyAddr(u.Host)
+		status = c.p.statusAddr(u.Host)
 	}
-	if ok {
-		p.OK, p.Status = true, 200
-	} else {
+	switch {
+	case status == 0:
 		p.Error = "connection refused"
+	default:
+		p.Status, p.OK = status, status >= 200 && status < 300
 	}
 	return p
 }

@@ -119,7 +119,7 @@ type oracleScenario struct {
 
 var oracleScenarios = []oracleScenario{
 	{name: "crash 2.5 s after every boot, exit 1 (the write-up's app)", beh: behaviors[imgCrash], restart: platform.Restart{Policy: platform.RestartOnFailure},
-		why: "flyctl sees restart_count 2 with a non-zero code inside 10 s; mythex sees the latest crash move between two looks"},
+		why: "flyctl sees restart_count 2 with a non-zero code inside 10 s; mythex sees two crashes in one look, 2.7 s apart"},
 	{name: "the same with only the newest event kept", beh: behaviors[imgCrash], restart: platform.Restart{Policy: platform.RestartOnFailure}, capacity: 1,
 		why: "no exit and no launch left in the list: flyctl can compute neither; the newest start's time still moves"},
 	{name: "exit 0 every 2 s under restart policy always", beh: behaviors[imgExit0], restart: platform.Restart{Policy: platform.RestartAlways},

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -51,17 +52,37 @@ type Options struct {
 	// ReconcileWindow bounds one reconciler check of a live release. Default
 	// 3 × LookInterval.
 	ReconcileWindow time.Duration
+	// StartPeriod is how long after a machine is first seen started its
+	// wrong health answers are not counted (compose's start_period). Default
+	// 10s.
+	StartPeriod time.Duration
+	// UnhealthyThreshold is how many looks in a row after the start period
+	// a started machine may answer its health check wrongly (a status
+	// outside 2xx other than 502/503/504) before it is failed. Default 3: at
+	// 5 s looks, a machine answering 500 from boot is failed ~20 s after
+	// it started. Refusals, timeouts and 502/503/504 never count (a slow
+	// boot still goes live); negative waits for the window's end.
+	UnhealthyThreshold int
+	// LoopWindow: a crash less than this after the previous one (on the
+	// platform's clock) is a crash loop; one after a longer quiet spell is a
+	// warning. At least StableFor. Default 1m — two reconcile rounds at the
+	// suggested --every 30s, so one crash per round is a loop while two
+	// single kills minutes apart are not.
+	LoopWindow time.Duration
 }
 
 // DefaultOptions are the defaults for real platforms.
 var DefaultOptions = Options{
-	LookInterval:   5 * time.Second,
-	PollInterval:   time.Second,
-	StableFor:      30 * time.Second,
-	Window:         5 * time.Minute,
-	SwitchTimeout:  2 * time.Minute,
-	RestoreTimeout: 2 * time.Minute,
-	CallTimeout:    45 * time.Second,
+	LookInterval:       5 * time.Second,
+	PollInterval:       time.Second,
+	StableFor:          30 * time.Second,
+	Window:             5 * time.Minute,
+	SwitchTimeout:      2 * time.Minute,
+	RestoreTimeout:     2 * time.Minute,
+	CallTimeout:        45 * time.Second,
+	StartPeriod:        10 * time.Second,
+	UnhealthyThreshold: 3,
+	LoopWindow:         time.Minute,
 }
 
 // withDefaults fills zero fields from DefaultOptions.
@@ -84,7 +105,24 @@ func (o Options) withDefaults() Options {
 	set(&o.RestoreTimeout, d.RestoreTimeout)
 	set(&o.CallTimeout, d.CallTimeout)
 	set(&o.ReconcileWindow, 3*o.LookInterval)
+	if o.StartPeriod < 0 {
+		o.StartPeriod = 0
+	} else if o.StartPeriod == 0 {
+		o.StartPeriod = d.StartPeriod
+	}
+	if o.UnhealthyThreshold < 0 {
+		o.UnhealthyThreshold = 0
+	} else if o.UnhealthyThreshold == 0 {
+		o.UnhealthyThreshold = d.UnhealthyThreshold
+	}
+	set(&o.LoopWindow, d.LoopWindow)
 	return o
+}
+
+// policy is the judge's policy from the options.
+func (o Options) policy() Policy {
+	return Policy{StableFor: o.StableFor, LookInterval: o.LookInterval, PollInterval: o.PollInterval,
+		StartPeriod: o.StartPeriod, UnhealthyThreshold: o.UnhealthyThreshold, LoopWindow: o.LoopWindow}
 }
 
 // Validate returns an ErrInvalid error naming a negative or inconsistent
@@ -126,6 +164,9 @@ type Gate struct {
 	opts     Options
 	lockDir  string
 	observer func(Event)
+
+	leaseMu sync.Mutex
+	leased  map[string]map[string]bool // app -> machines whose lease the gate holds
 }
 
 // GateConfig carries a Gate's dependencies.
@@ -163,7 +204,7 @@ func NewGate(c GateConfig) (*Gate, error) {
 		return nil, err
 	}
 	g := &Gate{p: c.Platform, store: c.Store, checker: c.Checker, router: c.Router, clock: c.Clock, log: c.Logger,
-		opts: c.Options.withDefaults(), lockDir: c.LockDir, observer: c.Observer}
+		opts: c.Options.withDefaults(), lockDir: c.LockDir, observer: c.Observer, leased: map[string]map[string]bool{}}
 	if g.checker == nil {
 		g.checker = HTTPChecker{}
 	}

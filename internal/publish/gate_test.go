@@ -59,6 +59,8 @@ type env struct {
 	// served.
 	dark   []time.Time
 	served bool
+	// onEvent, when set, sees every progress event as it happens.
+	onEvent func(Event)
 }
 
 func newEnv(t *testing.T, withRouter bool, opts Options) *env {
@@ -76,7 +78,11 @@ func newEnv(t *testing.T, withRouter bool, opts Options) *env {
 		Options: opts, LockDir: t.TempDir(), Observer: func(ev Event) {
 			e.mu.Lock()
 			e.events = append(e.events, ev)
+			hook := e.onEvent
 			e.mu.Unlock()
+			if hook != nil {
+				hook(ev)
+			}
 		}})
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package publish
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/mythex/mythex/internal/platform"
@@ -27,6 +28,10 @@ type judgement struct {
 	// prior are looks carried over from an earlier run (the reconciler's
 	// baseline).
 	prior []Look
+	// since: per machine, the publish's write on the platform's clock.
+	since map[string]time.Time
+	// before: per machine updated in place, what it ran before.
+	before map[string]Prior
 }
 
 // judgeLoop looks at the machines until Judge gives a verdict other than
@@ -45,7 +50,7 @@ func (g *Gate) judgeLoop(ctx context.Context, j judgement) (Verdict, []Look, err
 		looks = append(looks, look)
 		now := g.clock.Now()
 		v := Judge(Input{Start: j.t0, Now: now, Deadline: j.deadline, Image: j.image, Release: j.release,
-			Machines: j.machines, Looks: looks, Policy: j.policy, Serving: serving})
+			Machines: j.machines, Looks: looks, Policy: j.policy, Serving: serving, Since: j.since, Before: j.before})
 		if g.observer != nil {
 			l, vv := look, v
 			g.observer(Event{Kind: EventLook, At: now, App: j.app, Release: j.release, Look: &l, Verdict: &vv, Elapsed: now.Sub(j.t0)})
@@ -86,6 +91,10 @@ func (g *Gate) look(ctx context.Context, j judgement, n int, addrs map[string]st
 		}
 		if probe && j.health.Path != "" && addrs[id] != "" {
 			ml.Probe = g.checker.Check(ctx, "http://"+addrs[id]+j.health.Path)
+		} else if err == nil && m.State == platform.StateStarted && len(m.Checks) > 0 && !j.appProbe {
+			// No address of its own (Fly): the platform's own checks of the
+			// machine are its health.
+			ml.Probe = checksProbe(m)
 		}
 		l.Machines = append(l.Machines, ml)
 	}
@@ -117,4 +126,21 @@ func classify(err error) ErrKind {
 	default:
 		return ErrKindOther
 	}
+}
+
+// checksProbe turns the platform's own checks of m into a probe: OK when
+// every check passes.
+func checksProbe(m platform.Machine) Probe {
+	p := Probe{Ran: true, OK: true, Target: "the platform's checks of machine " + m.ID}
+	for _, c := range m.Checks {
+		if c.Status != "passing" {
+			p.OK = false
+			p.Error = fmt.Sprintf("check %s %s", c.Name, c.Status)
+			if c.Output != "" {
+				p.Error += ": " + c.Output
+			}
+			break
+		}
+	}
+	return p
 }

@@ -31,6 +31,9 @@ type Request struct {
 	// last good one (for releases that migrated state the old version cannot
 	// read).
 	NoRollback bool
+	// Abort, when closed, stops even the safe finish after an interruption
+	// (the operator's second signal). Nil: never.
+	Abort <-chan struct{}
 }
 
 var appName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
@@ -124,13 +127,23 @@ type Rollback struct {
 // restores the last known good release — nothing of it is deleted or pruned —
 // and an unknown verdict changes nothing that serves.
 //
+// ctx ending (the operator's first Ctrl-C or SIGTERM) interrupts the publish
+// safely: blue-green drops the new machines (the serving ones never
+// stopped); in place restores the last good release. Either way the release
+// is recorded as interrupted and the error wraps ErrInterrupted. Closing
+// req.Abort (a second signal) cuts even that short: the error then wraps
+// ErrAborted and says what state was left and the command that repairs it.
+//
 // The returned error is nil whenever a verdict was reached (read
-// Result.Verdict.Status); it is ErrInvalid for bad input (nothing changed),
-// ErrBusy when the app is locked, and wrapped platform or store errors when
-// the publish could not proceed.
+// Result.Verdict.Status); it is ErrInvalid for bad input (nothing changed;
+// platform.ErrImageNotFound among them), ErrBusy when the app is locked,
+// and wrapped platform or store errors when the publish could not proceed.
 func (g *Gate) Publish(ctx context.Context, req Request) (Result, error) {
 	req, err := g.normalize(req)
 	if err != nil {
+		return Result{}, err
+	}
+	if err := g.checkImage(ctx, req.Config.Image); err != nil {
 		return Result{}, err
 	}
 	fl, err := g.lock(req.App)
@@ -138,6 +151,11 @@ func (g *Gate) Publish(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	defer fl.Unlock()
+	defer g.releaseLeases(ctx, req.App)
+	// fctx is for finishing safely after an interruption: it outlives ctx
+	// and ends only on Abort.
+	fctx, stopF := abortable(ctx, req.Abort)
+	defer stopF()
 
 	t0 := g.clock.Now()
 	app := req.App
@@ -157,7 +175,7 @@ func (g *Gate) Publish(ctx context.Context, req Request) (Result, error) {
 	}
 
 	rel := Release{App: app, Config: req.Config, Platform: g.p.Name(), Strategy: req.Strategy, Health: req.Health,
-		Status: ReleasePending, CreatedAt: t0}
+		Status: ReleasePending, CreatedAt: t0, Since: map[string]time.Time{}}
 	if hasGood {
 		rel.LastGood = lastGood.ID
 	}
@@ -168,27 +186,47 @@ func (g *Gate) Publish(ctx context.Context, req Request) (Result, error) {
 	cfg := req.Config.WithMetadata(platform.MetadataRelease, rel.ID)
 	rel.Config = cfg
 	g.step(app, rel.ID, t0, "publishing %s of %s (image %s) on %s, %s", rel.ID, app, cfg.Image, g.p.Name(), req.Strategy)
+	before := map[string]Prior{}
+	interrupted := func() (Result, error) {
+		return g.interrupt(fctx, ctx, rel, lastGood, hasGood, req, t0)
+	}
 
 	var old []platform.Machine
 	switch req.Strategy {
 	case StrategyBlueGreen:
 		old = servingMachines(machines, current, hasCurrent)
 		if err := g.ensureServing(ctx, app, rel.ID, t0, old, req.Health); err != nil {
+			if ctx.Err() != nil {
+				return interrupted()
+			}
 			return g.abort(ctx, rel, t0, fmt.Errorf("the serving release could not be made to serve: %w", err))
 		}
 		n := len(old)
 		if n == 0 {
 			n = req.Machines
 		}
+		create := g.p.Create
+		if uc, ok := g.p.(platform.UnroutedCreator); ok {
+			// The platform's own proxy would route to a new machine at
+			// once: create it unrouted; the switch registers it.
+			create = uc.CreateUnrouted
+		}
 		for i := 0; i < n; i++ {
 			cctx, cancel := g.callCtx(ctx)
-			m, err := g.p.Create(cctx, app, cfg)
+			m, err := create(cctx, app, cfg)
 			cancel()
 			if err != nil {
-				g.discard(ctx, app, rel.Machines)
+				if ctx.Err() != nil {
+					return interrupted()
+				}
+				g.discard(fctx, app, rel.Machines)
+				if errors.Is(err, platform.ErrImageNotFound) && len(rel.Machines) == 0 {
+					return g.abort(ctx, rel, t0, fmt.Errorf("%w: %w", ErrInvalid, err))
+				}
 				return g.abort(ctx, rel, t0, fmt.Errorf("create machine %d of %d: %w", i+1, n, err))
 			}
 			rel.Machines = append(rel.Machines, m.ID)
+			noteSince(rel.Since, m)
 			g.step(app, rel.ID, t0, "created machine %s for %s beside %d serving", m.ID, rel.ID, len(old))
 		}
 	case StrategyInPlace:
@@ -199,57 +237,77 @@ func (g *Gate) Publish(ctx context.Context, req Request) (Result, error) {
 				m, err := g.p.Create(cctx, app, cfg)
 				cancel()
 				if err != nil {
+					if ctx.Err() != nil {
+						return interrupted()
+					}
+					if errors.Is(err, platform.ErrImageNotFound) && len(rel.Machines) == 0 {
+						return g.abort(ctx, rel, t0, fmt.Errorf("%w: %w", ErrInvalid, err))
+					}
 					return g.abort(ctx, rel, t0, fmt.Errorf("create machine %d of %d: %w", i+1, req.Machines, err))
 				}
 				rel.Machines = append(rel.Machines, m.ID)
+				noteSince(rel.Since, m)
 				g.step(app, rel.ID, t0, "created machine %s for %s", m.ID, rel.ID)
 			}
 		}
 		for _, m := range targets {
-			cctx, cancel := g.callCtx(ctx)
-			_, err := g.p.Update(cctx, app, m.ID, cfg)
-			cancel()
+			before[m.ID] = Prior{Release: m.Release(), Image: m.Config.Image}
 			rel.Machines = append(rel.Machines, m.ID)
-			if err != nil && platform.IsControlPlane(err) {
-				// The platform did not answer: the update may or may not
-				// have happened. An API error alone never fails a release:
-				// judge what the machines run, as after any update.
-				g.step(app, rel.ID, t0, "machine %s: the platform did not answer the update to %s (%v); judging what it runs", m.ID, rel.ID, err)
-				continue
+			if m.State == platform.StateStopped || m.State == platform.StateSuspended {
+				rel.Sleeping = append(rel.Sleeping, m.ID)
 			}
-			if err != nil {
+			um, err := g.update(ctx, app, m.ID, cfg)
+			switch {
+			case err == nil:
+				noteSince(rel.Since, um)
+				g.step(app, rel.ID, t0, "updated machine %s to %s", m.ID, rel.ID)
+			case ctx.Err() != nil:
+				if err := g.store.Save(context.WithoutCancel(ctx), rel); err != nil {
+					return Result{}, err
+				}
+				return interrupted()
+			case platform.IsControlPlane(err) || errors.Is(err, platform.ErrConflict):
+				// The platform did not answer, refused for now, or someone
+				// else holds the machine: the update may or may not happen.
+				// An API error alone never fails a release: judge what the
+				// machine runs — still the old release is "not yet".
+				g.step(app, rel.ID, t0, "machine %s: the platform did not take the update to %s (%v); judging what it runs", m.ID, rel.ID, err)
+			case errors.Is(err, platform.ErrImageNotFound) && len(rel.Machines) == 1:
+				// Refused before anything changed: bad input.
+				return g.abort(ctx, rel, t0, fmt.Errorf("%w: %w", ErrInvalid, err))
+			default:
 				// The platform refused the update; some machines may run the
 				// release already: judge nothing, restore the last good
 				// release on all of them.
-				return g.fail(ctx, rel, lastGood, hasGood, req, t0, Verdict{Status: StatusFailed,
+				return g.fail(fctx, rel, lastGood, hasGood, req, t0, Verdict{Status: StatusFailed,
 					Reasons: []string{fmt.Sprintf("machine %s: update to %s failed: %v", m.ID, rel.ID, err)}})
 			}
-			g.step(app, rel.ID, t0, "updated machine %s to %s", m.ID, rel.ID)
 		}
 	}
 	if err := g.store.Save(ctx, rel); err != nil {
 		return Result{}, err
 	}
 
-	v, _, err := g.judgeLoop(ctx, judgement{
-		app: app, release: rel.ID, image: cfg.Image, machines: rel.Machines, t0: t0, deadline: t0.Add(g.opts.Window),
+	v, looks, err := g.judgeLoop(ctx, judgement{
+		app: app, release: rel.ID, image: cfg.Image, machines: rel.Judged(), t0: t0, deadline: t0.Add(g.opts.Window),
 		health: req.Health, appProbe: req.Strategy == StrategyInPlace, serving: req.Strategy == StrategyInPlace,
-		policy: Policy{StableFor: g.opts.StableFor, LookInterval: g.opts.LookInterval, PollInterval: g.opts.PollInterval},
+		policy: g.opts.policy(), since: rel.Since, before: before,
 	})
+	rel.Since = sinceFromLooks(rel.Since, looks, rel.ID)
 	if err != nil {
-		// Interrupted: leave the release pending; the reconciler decides it.
-		rel.Reason = fmt.Sprintf("publish interrupted before a verdict: %v", err)
 		rel.Verdict = &v
-		rel.UpdatedAt = g.clock.Now()
-		_ = g.store.Save(context.WithoutCancel(ctx), rel)
-		return Result{Release: rel, Verdict: v, Elapsed: g.clock.Since(t0)}, err
+		return interrupted()
+	}
+	if len(looks) > 0 {
+		l := looks[len(looks)-1]
+		rel.LastLook = &l
 	}
 
 	switch v.Status {
 	case StatusLive:
 		return g.goLive(ctx, rel, v, old, req, t0)
 	case StatusFailed:
-		return g.fail(ctx, rel, lastGood, hasGood, req, t0, v)
+		return g.fail(fctx, rel, lastGood, hasGood, req, t0, v)
 	default:
 		rel.Verdict = &v
 		rel.Reason = strings.Join(v.Reasons, "; ")
@@ -260,6 +318,85 @@ func (g *Gate) Publish(ctx context.Context, req Request) (Result, error) {
 		g.step(app, rel.ID, t0, "verdict unknown: nothing rolled back; %s stays pending for `mythex publish reconcile`", rel.ID)
 		return Result{Release: rel, Verdict: v, Elapsed: g.clock.Since(t0)}, nil
 	}
+}
+
+// checkImage asks the platform, when it can tell, whether the image exists —
+// before anything changes. A missing image is bad input (ErrInvalid).
+func (g *Gate) checkImage(ctx context.Context, image string) error {
+	ic, ok := g.p.(platform.ImageChecker)
+	if !ok {
+		return nil
+	}
+	cctx, cancel := g.callCtx(ctx)
+	defer cancel()
+	err := ic.CheckImage(cctx, image)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, platform.ErrImageNotFound):
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	default:
+		return fmt.Errorf("check image %s: %w", image, err)
+	}
+}
+
+// update sends one in-place update. A refusal that says "not now" (429) is
+// retried after a pause, up to updateAttempts times in all: nothing happened
+// on the platform, so sending it again is safe. A timeout is not retried:
+// the update may be under way.
+func (g *Gate) update(ctx context.Context, app, id string, cfg platform.Config) (platform.Machine, error) {
+	if err := g.hold(ctx, app, id); err != nil {
+		return platform.Machine{}, err
+	}
+	wait := g.opts.PollInterval
+	for attempt := 1; ; attempt++ {
+		cctx, cancel := g.callCtx(ctx)
+		m, err := g.p.Update(cctx, app, id, cfg)
+		cancel()
+		if err == nil || !errors.Is(err, platform.ErrRateLimited) || attempt >= updateAttempts {
+			return m, err
+		}
+		if err := g.sleep(ctx, wait); err != nil {
+			return m, err
+		}
+		wait *= 2
+	}
+}
+
+// updateAttempts bounds the tries of one rate-limited update.
+const updateAttempts = 4
+
+// noteSince records m's newest launch or update event — the publish's own
+// write, on the platform's clock — as its t0.
+func noteSince(since map[string]time.Time, m platform.Machine) {
+	var writes []platform.Event
+	for _, e := range m.Events {
+		if e.Type == platform.EventLaunch || e.Type == platform.EventUpdate {
+			writes = append(writes, e)
+		}
+	}
+	if e, ok := latest(writes); ok && m.ID != "" {
+		since[m.ID] = e.Timestamp
+	}
+}
+
+// sinceFromLooks completes since with the t0 the looks show for machines
+// whose write did not answer (the first look on release rel).
+func sinceFromLooks(since map[string]time.Time, looks []Look, rel string) map[string]time.Time {
+	if since == nil {
+		since = map[string]time.Time{}
+	}
+	for _, l := range looks {
+		for _, ml := range l.Machines {
+			if _, ok := since[ml.ID]; ok || ml.ErrKind != ErrKindNone || ml.Machine.Release() != rel {
+				continue
+			}
+			m := ml.Machine
+			m.ID = ml.ID
+			noteSince(since, m)
+		}
+	}
+	return since
 }
 
 // goLive applies a live verdict: blue-green switches the router to the new
@@ -276,7 +413,7 @@ func (g *Gate) goLive(ctx context.Context, rel Release, v Verdict, old []platfor
 			// the old ones still serve; give the new ones up.
 			v.Status = StatusFailed
 			v.Reasons = append(v.Reasons, fmt.Sprintf("switching traffic to %s failed: %v", rel.ID, err))
-			return g.fail(ctx, rel, Release{}, false, req, t0, v)
+			return g.fail(context.WithoutCancel(ctx), rel, Release{}, false, req, t0, v)
 		}
 		g.prune(ctx, app, rel.ID, old)
 	}
@@ -428,9 +565,9 @@ func (g *Gate) getAll(ctx context.Context, app string, ids []string) ([]platform
 }
 
 // discard stops and destroys machines of a failed release (never a serving
-// or good release's), after deregistering them.
+// or good release's), after deregistering them. ctx should outlive an
+// interruption (see restore).
 func (g *Gate) discard(ctx context.Context, app string, ids []string) {
-	ctx = context.WithoutCancel(ctx)
 	for _, id := range ids {
 		if g.router != nil {
 			_ = g.router.Deregister(ctx, lbport.TargetRef{ID: id})

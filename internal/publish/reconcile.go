@@ -122,6 +122,7 @@ func (r *Reconciler) checkApp(ctx context.Context, app string) Check {
 		return c
 	}
 	defer fl.Unlock()
+	defer g.releaseLeases(ctx, app)
 	rels, err := g.store.List(ctx, app)
 	if err != nil || len(rels) == 0 {
 		c.Action, c.Note = ActionSkipped, fmt.Sprint(err)
@@ -164,9 +165,9 @@ func (r *Reconciler) recheck(ctx context.Context, rel Release) Check {
 		prior = []Look{*rel.LastLook}
 	}
 	v, looks, err := g.judgeLoop(ctx, judgement{
-		app: rel.App, release: rel.ID, image: rel.Config.Image, machines: rel.Machines, t0: rel.LiveAt,
+		app: rel.App, release: rel.ID, image: rel.Config.Image, machines: rel.Judged(), t0: rel.LiveAt,
 		deadline: now.Add(g.opts.StableFor + g.opts.ReconcileWindow), health: rel.Health, appProbe: rel.Strategy == StrategyInPlace,
-		policy: Policy{StableFor: g.opts.StableFor, LookInterval: g.opts.LookInterval, PollInterval: g.opts.PollInterval}, prior: prior,
+		policy: g.opts.policy(), prior: prior, since: rel.Since,
 	})
 	c.Verdict = &v
 	if err != nil {
@@ -208,7 +209,7 @@ func (r *Reconciler) lateFailure(ctx context.Context, rel Release, v Verdict, c 
 		rel.Reason += "; no known good release to roll back to: its machines were left running rather than taking the app down"
 		c.Action = ActionFailed
 	default:
-		rb := g.restore(ctx, rel, target, rel.LiveAt)
+		rb := g.restore(context.WithoutCancel(ctx), rel, target, rel.LiveAt)
 		c.Rollback = rb
 		rel.Status, rel.RolledBackTo = statusAfter(rb), rb.To
 		if rb.Error != "" {
@@ -235,18 +236,38 @@ func (r *Reconciler) lateFailure(ctx context.Context, rel Release, v Verdict, c 
 func (r *Reconciler) finishPending(ctx context.Context, rel Release) Check {
 	g := r.g
 	c := Check{App: rel.App, Release: rel.ID, Was: rel.Status, Action: ActionNone}
+	if rel.Interrupted {
+		// The operator interrupted it and the undoing was cut off: finish
+		// the undoing, never promote it.
+		lastGood, hasGood, err := g.store.LastGood(ctx, rel.App, rel.ID)
+		if err != nil {
+			c.Note = err.Error()
+			return c
+		}
+		res, err := g.fail(context.WithoutCancel(ctx), rel, lastGood, hasGood, Request{App: rel.App, Strategy: rel.Strategy, Health: rel.Health}, rel.CreatedAt,
+			Verdict{Status: StatusFailed, Reasons: []string{"the publish was interrupted and its undoing cut off; finishing it"}})
+		if err != nil {
+			c.Note = err.Error()
+			return c
+		}
+		c.Verdict, c.Rollback, c.Action = &res.Verdict, res.Rollback, ActionFailed
+		if res.Release.Status == ReleaseRolledBack {
+			c.Action = ActionRolledBack
+		}
+		return c
+	}
 	if len(rel.Machines) == 0 {
-		res, _ := g.fail(ctx, rel, Release{}, false, Request{Strategy: rel.Strategy}, rel.CreatedAt,
+		res, _ := g.fail(context.WithoutCancel(ctx), rel, Release{}, false, Request{Strategy: rel.Strategy}, rel.CreatedAt,
 			Verdict{Status: StatusFailed, Reasons: []string{"the publish ended before it created any machine"}})
 		c.Verdict, c.Action = &res.Verdict, ActionFailed
 		return c
 	}
 	now := g.clock.Now()
 	v, _, err := g.judgeLoop(ctx, judgement{
-		app: rel.App, release: rel.ID, image: rel.Config.Image, machines: rel.Machines, t0: rel.CreatedAt,
+		app: rel.App, release: rel.ID, image: rel.Config.Image, machines: rel.Judged(), t0: rel.CreatedAt,
 		deadline: now.Add(g.opts.StableFor + g.opts.ReconcileWindow), health: rel.Health,
 		appProbe: rel.Strategy == StrategyInPlace, serving: rel.Strategy == StrategyInPlace,
-		policy: Policy{StableFor: g.opts.StableFor, LookInterval: g.opts.LookInterval, PollInterval: g.opts.PollInterval},
+		policy: g.opts.policy(), since: rel.Since,
 	})
 	c.Verdict = &v
 	if err != nil {
@@ -291,7 +312,7 @@ func (r *Reconciler) finishPending(ctx context.Context, rel Release) Check {
 			c.Note = err.Error()
 			return c
 		}
-		res, err := g.fail(ctx, rel, lastGood, hasGood, req, rel.CreatedAt, v)
+		res, err := g.fail(context.WithoutCancel(ctx), rel, lastGood, hasGood, req, rel.CreatedAt, v)
 		if err != nil {
 			c.Note = err.Error()
 			return c

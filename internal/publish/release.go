@@ -23,6 +23,11 @@ const (
 	// ReleaseRolledBack: judged failed — at publish or later by the reconciler
 	// — and the last known good release was restored in its place.
 	ReleaseRolledBack ReleaseStatus = "rolled_back"
+	// ReleaseInterrupted: the operator interrupted the publish before a
+	// verdict and what it changed was undone (blue-green: its machines
+	// removed; in place: the last good release restored, or, with none, its
+	// machines left running). Never a rollback target.
+	ReleaseInterrupted ReleaseStatus = "interrupted"
 )
 
 // Strategy is how a publish moves an app's machines to a new release.
@@ -77,6 +82,19 @@ type Release struct {
 	Verdict *Verdict `json:"verdict,omitempty"`
 	// Machines are the ids of the machines that run (or ran) it.
 	Machines []string `json:"machines,omitempty"`
+	// Sleeping are those of Machines that were stopped or suspended when an
+	// in-place publish began (Fly autostop): updated too, so they wake on
+	// the release, but never judged — a stopped machine stays stopped when
+	// updated.
+	Sleeping []string `json:"sleeping,omitempty"`
+	// Interrupted is set when the operator interrupted the publish; with
+	// Status pending it means the undoing was itself cut off (a second
+	// signal): the reconciler finishes the undoing rather than judging it.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Since gives, per machine, when the publish's write (create or update)
+	// happened on the platform's clock: crashes before it belong to an
+	// earlier release. Compared only with the platform's own timestamps.
+	Since map[string]time.Time `json:"since,omitempty"`
 	// LastLook is the reconciler's latest look, the baseline its next round
 	// compares with; CheckedAt is when it was taken.
 	LastLook  *Look     `json:"last_look,omitempty"`
@@ -92,4 +110,26 @@ type Health struct {
 	// when a machine has no address of its own, e.g.
 	// "https://api.fly.dev/healthz".
 	AppURL string `json:"app_url,omitempty"`
+}
+
+// Judged returns the machines whose looks decide the release: Machines
+// without Sleeping (all of them when every one was asleep).
+func (r Release) Judged() []string {
+	if len(r.Sleeping) == 0 {
+		return r.Machines
+	}
+	asleep := map[string]bool{}
+	for _, id := range r.Sleeping {
+		asleep[id] = true
+	}
+	var out []string
+	for _, id := range r.Machines {
+		if !asleep[id] {
+			out = append(out, id)
+		}
+	}
+	if len(out) == 0 {
+		return r.Machines
+	}
+	return out
 }

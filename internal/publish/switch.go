@@ -54,9 +54,6 @@ func (g *Gate) register(ctx context.Context, ms []platform.Machine) error {
 		if st.Registered() && st.State != lbport.StateDraining {
 			continue
 		}
-		if m.Address == "" {
-			return fmt.Errorf("%w: machine %s has no address to route to", ErrRouter, m.ID)
-		}
 		if err := g.router.Register(ctx, targetOf(m)); err != nil {
 			return fmt.Errorf("%w: register %s: %v", ErrRouter, m.ID, err)
 		}
@@ -131,7 +128,20 @@ func (g *Gate) switchTo(ctx context.Context, app, rel string, t0 time.Time, news
 // check at its own address (when it has one), for at most timeout. It
 // returns the machines as last seen.
 func (g *Gate) waitReady(ctx context.Context, app string, ids []string, h Health, timeout time.Duration) ([]platform.Machine, error) {
+	return g.waitOn(ctx, app, ids, h, timeout, nil)
+}
+
+// waitOn is waitReady with an optional want: the config each machine must
+// run (its release id), updated again when a machine has settled on another
+// one — an update whose answer was lost (a call timeout, a 429) may not
+// have happened.
+func (g *Gate) waitOn(ctx context.Context, app string, ids []string, h Health, timeout time.Duration, want *platform.Config) ([]platform.Machine, error) {
 	deadline := g.clock.Now().Add(timeout)
+	issued := map[string]time.Time{}
+	for _, id := range ids {
+		issued[id] = g.clock.Now()
+	}
+	resend := g.opts.CallTimeout + 3*g.opts.PollInterval
 	for {
 		var ready []platform.Machine
 		var last error
@@ -142,6 +152,15 @@ func (g *Gate) waitReady(ctx context.Context, app string, ids []string, h Health
 			switch {
 			case err != nil:
 				last = fmt.Errorf("machine %s: %w", id, err)
+			case want != nil && m.Release() != want.Metadata[platform.MetadataRelease]:
+				last = fmt.Errorf("machine %s still runs %s (%s)", id, orNone(m.Release()), m.State)
+				settled := !m.State.Transient() && m.State != platform.StateCreated
+				if settled && g.clock.Since(issued[id]) >= resend {
+					issued[id] = g.clock.Now()
+					if _, err := g.update(ctx, app, id, *want); err != nil {
+						last = fmt.Errorf("machine %s: update again: %w", id, err)
+					}
+				}
 			case m.State != platform.StateStarted:
 				last = fmt.Errorf("machine %s is %s", id, m.State)
 			case m.Address != "" && h.Path != "":
@@ -166,13 +185,24 @@ func (g *Gate) waitReady(ctx context.Context, app string, ids []string, h Health
 	}
 }
 
+func orNone(rel string) string {
+	if rel == "" {
+		return "no release of mythex"
+	}
+	return "release " + rel
+}
+
 // restore makes target serve app again in place of failed: blue-green
 // starts target's kept machines (or creates new ones from its config), waits
 // until they are healthy and in rotation, then drains and removes failed's
 // machines; in place updates failed's machines back to target's config. It
 // never deletes anything of target.
+//
+// ctx should outlive an interruption (the caller strips the operator's
+// first signal and keeps only the abort). Control-plane errors on an update
+// do not end it: the machines are watched until they run target, updated
+// again if they settle on something else, for at most RestoreTimeout.
 func (g *Gate) restore(ctx context.Context, failed, target Release, t0 time.Time) *Rollback {
-	ctx = context.WithoutCancel(ctx)
 	app := failed.App
 	start := g.clock.Now()
 	rb := &Rollback{From: failed.ID, To: target.ID}
@@ -234,17 +264,24 @@ func (g *Gate) restore(ctx context.Context, failed, target Release, t0 time.Time
 		return finish(nil)
 	}
 	for _, id := range failed.Machines {
-		cctx, cancel := g.callCtx(ctx)
-		_, err := g.p.Update(cctx, app, id, cfg)
-		cancel()
-		if err != nil {
+		_, err := g.update(ctx, app, id, cfg)
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return finish(fmt.Errorf("update machine %s back to %s: %w", id, target.ID, err))
+		case platform.IsControlPlane(err) || errors.Is(err, platform.ErrConflict):
+			// May have happened or not: watched below, sent again if not.
+			g.step(app, failed.ID, t0, "machine %s: the platform did not answer the update back to %s (%v); watching what it runs", id, target.ID, err)
+		default:
 			return finish(fmt.Errorf("update machine %s back to %s: %w", id, target.ID, err))
 		}
 	}
-	if _, err := g.waitReady(ctx, app, failed.Machines, target.Health, g.opts.RestoreTimeout); err != nil {
+	// Machines that were asleep stay asleep on the restored config: wait
+	// only for the ones that served.
+	if _, err := g.waitOn(ctx, app, failed.Judged(), target.Health, g.opts.RestoreTimeout, &cfg); err != nil {
 		return finish(err)
 	}
-	rb.Machines = append([]string(nil), failed.Machines...)
+	rb.Machines = append([]string(nil), failed.Judged()...)
 	return finish(nil)
 }
 

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/mythex/mythex/internal/platform"
 )
@@ -114,12 +117,43 @@ type Policy struct {
 	// PollInterval is the delay between looks while some machine has not read
 	// started yet.
 	PollInterval time.Duration `json:"poll_interval"`
+	// StartPeriod is how long after a machine is first seen started its
+	// wrong health answers do not count (compose healthcheck start_period).
+	StartPeriod time.Duration `json:"start_period"`
+	// UnhealthyThreshold is how many looks in a row after StartPeriod a
+	// started machine may answer its health check wrongly (an HTTP status
+	// outside 2xx other than 502, 503, 504) before it is failed (the ALB
+	// target group's unhealthy threshold); 0 waits for the window's end.
+	// Refused connections, timeouts and 502/503/504 are "not ready yet" and
+	// never count: a slow boot still goes live.
+	UnhealthyThreshold int `json:"unhealthy_threshold"`
+	// LoopWindow: a crash less than max(LoopWindow, StableFor) after the
+	// previous crash evidence, both on the platform's clock, is a crash
+	// loop; a crash after a longer quiet spell is only a warning (two
+	// single kills far apart, the release stable in between). 0 with
+	// StableFor 0: every new crash after crash evidence is a loop.
+	LoopWindow time.Duration `json:"loop_window"`
 }
+
+// loopWindow is the effective crash-loop window.
+func (p Policy) loopWindow() time.Duration { return max(p.LoopWindow, p.StableFor) }
 
 // Input is everything the judge sees.
 type Input struct {
-	// Start is t0, when the publish began: crashes before it are not counted.
+	// Start is t0 on the gate's clock, when the publish began. It is only
+	// the last resort for telling old crashes from new ones: the platform's
+	// clock may be far off ours, so each machine's t0 is taken on the
+	// platform's clock (Since, or the newest launch/update event the looks
+	// show), and uptime is measured between our own looks.
 	Start time.Time
+	// Since gives, per machine id, when the publish's own write (create or
+	// update) happened on the platform's clock — the launch or update event
+	// the platform answered with. Crashes before it are not counted.
+	Since map[string]time.Time
+	// Before gives, per machine id, what the machine ran before the publish
+	// updated it in place. A look at a machine still running that is "not
+	// yet" (the update has not been applied), never failed.
+	Before map[string]Prior
 	// Now is when the decision is made.
 	Now time.Time
 	// Deadline ends the window: at or after it, the verdict is final
@@ -143,6 +177,21 @@ type Input struct {
 	Policy Policy
 }
 
+// Prior is what a machine ran before a publish: its release id (from the
+// config metadata) and image.
+type Prior struct {
+	Release string `json:"release,omitempty"`
+	Image   string `json:"image,omitempty"`
+}
+
+// runs reports whether m runs what p describes.
+func (p Prior) runs(m platform.Machine) bool {
+	if p.Release != "" {
+		return m.Release() == p.Release
+	}
+	return p.Image != "" && m.Config.Image == p.Image && m.Release() == ""
+}
+
 // MachineStatus is the per-machine outcome.
 type MachineStatus string
 
@@ -157,6 +206,9 @@ const (
 	MachineWrongImage   MachineStatus = "wrong_image"
 	MachineGone         MachineStatus = "gone"
 	MachineUnknown      MachineStatus = "unknown"
+	// MachineNotUpdated: the platform never applied the update; the machine
+	// still runs what it ran before (an unknown verdict, not a failure).
+	MachineNotUpdated MachineStatus = "not_updated"
 )
 
 // MachineSummary is what the judge found about one machine.
@@ -171,8 +223,12 @@ type MachineSummary struct {
 	CrashesSeen int `json:"crashes_seen"`
 	// LatestCrash is the latest crash since publish start seen; zero if none.
 	LatestCrash time.Time `json:"latest_crash,omitzero"`
-	// LatestExitCode is that crash's exit code.
-	LatestExitCode int `json:"latest_exit_code,omitempty"`
+	// LatestExitCode is that crash's exit code (-1 when a signal ended it);
+	// LatestSignal the signal (0 none) and LatestOOMKilled whether the
+	// kernel's OOM killer did.
+	LatestExitCode  int  `json:"latest_exit_code,omitempty"`
+	LatestSignal    int  `json:"latest_signal,omitempty"`
+	LatestOOMKilled bool `json:"latest_oom_killed,omitempty"`
 	// RestartCount is the platform's restart count at the last look, when it
 	// gives one.
 	RestartCount int `json:"restart_count,omitempty"`
@@ -186,6 +242,12 @@ type MachineSummary struct {
 	ControlPlaneErrors int `json:"control_plane_errors,omitempty"`
 	// UpFor is how long it had stayed up at the last look.
 	UpFor time.Duration `json:"up_for,omitempty"`
+}
+
+// LatestExit words how the latest crash ended: "exit code 1", "killed by
+// signal 9 (SIGKILL)", "killed by signal 9 (SIGKILL), oom_killed".
+func (s MachineSummary) LatestExit() string {
+	return exitString(s.LatestExitCode, s.LatestSignal, s.LatestOOMKilled)
 }
 
 // Verdict is the judge's decision.
@@ -242,7 +304,7 @@ func Judge(in Input) Verdict {
 		case MachinePending:
 			anyPending = true
 			waitingStart = waitingStart || j.waitingStart
-		case MachineUnknown:
+		case MachineUnknown, MachineNotUpdated:
 			anyUnknown = true
 			v.Reasons = append(v.Reasons, j.reason)
 		default:
@@ -284,23 +346,65 @@ type machineJudgement struct {
 // obs is one look at one machine, reduced to the signals the judge uses.
 type obs struct {
 	look        int
-	at          time.Time
+	at          time.Time // our clock
 	ok          bool
 	m           platform.Machine
-	crashes     []platform.Event // crashes since t0 in this list
+	crashes     []platform.Event // crashes since the machine's t0 in this list
 	latestCrash platform.Event   // valid when hasCrash
 	hasCrash    bool
-	started     time.Time // instance start
+	started     time.Time // instance start, platform clock
 	probe       Probe
+}
+
+// machineT0 is when the publish's write reached machine id, on the
+// platform's clock: Since when the write's answer said, else the newest
+// launch or update event of the first answered look that shows the new
+// release, else (no such event left in a trimmed list, or a platform
+// without them) the gate's own t0 — the only comparison of the platform's
+// clock with ours, and only when nothing better exists.
+func machineT0(in Input, id string, answered []MachineLook) time.Time {
+	if t, ok := in.Since[id]; ok && !t.IsZero() {
+		return t
+	}
+	prior, hasPrior := in.Before[id]
+	for _, ml := range answered {
+		if hasPrior && prior.runs(ml.Machine) {
+			continue
+		}
+		var writes []platform.Event
+		for _, e := range ml.Machine.Events {
+			if e.Type == platform.EventLaunch || e.Type == platform.EventUpdate {
+				writes = append(writes, e)
+			}
+		}
+		if e, ok := latest(writes); ok {
+			return e.Timestamp
+		}
+		break
+	}
+	return in.Start
 }
 
 func judgeMachine(in Input, id string, final bool) machineJudgement {
 	j := machineJudgement{summary: MachineSummary{ID: id, Status: MachinePending}}
 	s := &j.summary
 
+	var answered []MachineLook
+	for _, l := range in.Looks {
+		for _, ml := range l.Machines {
+			if ml.ID == id && ml.ErrKind == ErrKindNone {
+				answered = append(answered, ml)
+			}
+		}
+	}
+	mt0 := machineT0(in, id, answered)
+	prior, hasPrior := in.Before[id]
+
 	var all []obs // every look at id
-	var ok []obs  // the looks the platform answered
+	var ok []obs  // the looks the platform answered, on the new release
 	notFoundAfterSeen := false
+	notYet := 0 // answered looks still showing the machine's previous release
+	var notYetM platform.Machine
 	lastCPErr := ""
 	for _, l := range in.Looks {
 		for _, ml := range l.Machines {
@@ -313,9 +417,19 @@ func judgeMachine(in Input, id string, final bool) machineJudgement {
 			}
 			switch ml.ErrKind {
 			case ErrKindNone:
+				if hasPrior && len(ok) == 0 && prior.runs(ml.Machine) {
+					// The update has not reached it yet (a slow or unanswered
+					// update call): not yet, never failed. Its health is the
+					// old release's, so it says nothing either.
+					notYet++
+					notYetM = ml.Machine
+					o.probe = Probe{}
+					all = append(all, o)
+					continue
+				}
 				o.ok, o.m = true, ml.Machine
 				policy := ml.Machine.Config.Restart.Effective().Policy
-				o.crashes = crashesSince(ml.Machine.Events, in.Start, policy)
+				o.crashes = crashesSince(ml.Machine.Events, mt0, policy)
 				o.latestCrash, o.hasCrash = latest(o.crashes)
 				o.started = instanceStart(ml.Machine)
 				ok = append(ok, o)
@@ -334,7 +448,7 @@ func judgeMachine(in Input, id string, final bool) machineJudgement {
 		last := all[len(all)-1]
 		s.Healthy = last.probe.Ran && last.probe.OK
 	}
-	fillCrashSummary(s, ok, in.Start)
+	fillCrashSummary(s, ok, mt0)
 
 	fail := func(st MachineStatus, format string, args ...any) machineJudgement {
 		s.Status = st
@@ -346,9 +460,12 @@ func judgeMachine(in Input, id string, final bool) machineJudgement {
 		return fail(MachineGone, "disappeared during the publish (the platform no longer knows it)")
 	}
 
-	// Walk the answered looks in order: find crash loops, give-ups, wrong images.
-	hadCrash := false // crash evidence up to the previous answered look
-	streak := 0       // trailing answered looks, started, with no new crash between them
+	// Walk the answered looks in order: find crash loops, give-ups, wrong
+	// images, wrong health answers.
+	hadCrash := false         // crash evidence up to the previous answered look
+	var lastCrashAt time.Time // platform clock: the newest crash evidence so far
+	streak := 0               // trailing answered looks, started, with no new crash between them
+	wrong := 0                // trailing looks after the start period answering the health check wrongly
 	for i, o := range ok {
 		if in.Image != "" && o.m.Config.Image != "" && o.m.Config.Image != in.Image {
 			return fail(MachineWrongImage, "runs image %s, not the published %s (something replaced or rolled it back)", o.m.Config.Image, in.Image)
@@ -360,13 +477,42 @@ func judgeMachine(in Input, id string, final bool) machineJudgement {
 			return fail(MachineGaveUp, "%s, and the platform is not restarting it (state %s, restart policy %s)",
 				crashHistory(s, e), o.m.State, policyString(o.m.Config.Restart))
 		}
+		if a, b, two := twoNewestCrashes(o.crashes); two && (in.Policy.loopWindow() <= 0 || b.Sub(a) < in.Policy.loopWindow()) {
+			// One look's own list already holds two crashes since the
+			// publish, closer than the loop window: the evidence exists
+			// now, no need to wait for another look.
+			s.StillRestarting = true
+			if s.CrashesSeen < 2 {
+				s.CrashesSeen = 2
+			}
+			return fail(MachineCrashLooping, "crashed %s since the publish started (latest %s at %s); look %d shows crashes at %s and %s, %s apart, so it is still restarting",
+				atLeast(s.CrashesSeen), exitString(s.LatestExitCode, s.LatestSignal, s.LatestOOMKilled), clock(s.LatestCrash), o.look,
+				clock(a), clock(b), b.Sub(a).Round(time.Millisecond))
+		}
 		newCrash := false
 		if i > 0 {
 			newCrash = crashedBetween(ok[i-1], o)
 			if newCrash && hadCrash {
-				s.StillRestarting = true
-				return fail(MachineCrashLooping, "%s", loopMessage(s, ok[i-1], o))
+				at, known := newCrashAt(ok[i-1], o)
+				// Only a crash within the loop window of the previous one is
+				// a loop, both times on the platform's clock: a release that
+				// stayed up that long in between crashed twice, it is not
+				// still restarting.
+				if in.Policy.loopWindow() <= 0 || !known || lastCrashAt.IsZero() || at.Sub(lastCrashAt) < in.Policy.loopWindow() {
+					s.StillRestarting = true
+					return fail(MachineCrashLooping, "%s", loopMessage(s, ok[i-1], o))
+				}
+				j.warnings = append(j.warnings, fmt.Sprintf("machine %s: crashed again at %s, %s after its previous crash — longer than the %s crash-loop window, so not a crash loop",
+					id, clock(at), at.Sub(lastCrashAt).Round(time.Millisecond), in.Policy.loopWindow()))
 			}
+			if newCrash {
+				if at, known := newCrashAt(ok[i-1], o); known {
+					lastCrashAt = at
+				}
+			}
+		}
+		if !newCrash && o.hasCrash && o.latestCrash.At().After(lastCrashAt) {
+			lastCrashAt = o.latestCrash.At()
 		}
 		hadCrash = hadCrash || newCrash || o.hasCrash
 		switch {
@@ -377,9 +523,30 @@ func judgeMachine(in Input, id string, final bool) machineJudgement {
 		default:
 			streak++
 		}
+		// Health answers count only once the machine has been seen started
+		// for the start period, on our clock.
+		if streak > 0 && o.at.Sub(ok[i-streak+1].at) >= in.Policy.StartPeriod && wrongAnswer(o.probe) {
+			wrong++
+		} else {
+			wrong = 0
+		}
+		if in.Policy.UnhealthyThreshold > 0 && wrong >= in.Policy.UnhealthyThreshold {
+			return fail(MachineUnhealthy, "started and answers its health check, but wrongly: %s at %s at %d looks in a row after its %s start period",
+				o.probe, o.probe.Target, wrong, in.Policy.StartPeriod)
+		}
 	}
 
 	if len(ok) == 0 {
+		if notYet > 0 {
+			if !final {
+				j.waitingStart = true
+				return j
+			}
+			s.Status, s.State = MachineNotUpdated, notYetM.State
+			j.reason = fmt.Sprintf("machine %s: still runs %s — the platform has not applied the update (the update call was refused or did not answer); nothing was rolled back",
+				id, priorString(prior))
+			return j
+		}
 		return unresolved(j, in, final, all, lastCPErr)
 	}
 	last := ok[len(ok)-1]
@@ -387,10 +554,23 @@ func judgeMachine(in Input, id string, final bool) machineJudgement {
 	lookTwo := len(ok) >= 2
 
 	// State at look 2 and later.
+	if (last.m.State == platform.StateStopped || last.m.State == platform.StateSuspended) && platformStopped(last.m) {
+		// The platform itself stopped it on purpose (Fly Proxy autostop):
+		// not a crash, and not serving to be judged either.
+		if !final {
+			return j
+		}
+		s.Status = MachineUnknown
+		j.reason = fmt.Sprintf("machine %s: %s by the platform (autostop) at look %d before it could be judged; it did not crash — nothing rolled back",
+			id, last.m.State, last.look)
+		return j
+	}
 	if lookTwo && last.m.State != platform.StateStarted {
 		switch {
 		case last.m.State.Transient() || last.m.State == platform.StateCreated:
-			// Starting, restarting, replacing: the next look decides.
+			// Starting, restarting, replacing, updating: the next look decides.
+		case last.m.State == platform.StateLaunchFailed:
+			return fail(MachineNotStarted, "the platform could not launch it (state launch_failed at look %d)", last.look)
 		case last.m.State == platform.StateSuspended:
 			return fail(MachineNotStarted, "is suspended at look %d, not started", last.look)
 		default:
@@ -405,15 +585,11 @@ func judgeMachine(in Input, id string, final bool) machineJudgement {
 		return fail(MachineNotStarted, "did not reach started within the window (state %s at look %d)", last.m.State, last.look)
 	}
 
-	// Uptime since the latest start or crash.
-	since := last.started
-	if last.hasCrash && last.latestCrash.At().After(since) {
-		since = last.latestCrash.At()
-	}
-	if since.IsZero() || since.After(in.Now) {
-		since = ok[len(ok)-streak].at
-	}
-	s.UpFor = in.Now.Sub(since)
+	// Uptime: since the first look of the trailing streak, on our own clock.
+	// The platform's start and crash times are on its clock, which may be
+	// far off ours; between our looks nothing newer happened, so this is a
+	// lower bound that no skew can stretch.
+	s.UpFor = in.Now.Sub(ok[len(ok)-streak].at)
 
 	lastAll := all[len(all)-1]
 	stale := !lastAll.ok // the newest look could not see the machine
@@ -426,8 +602,8 @@ func judgeMachine(in Input, id string, final bool) machineJudgement {
 	if stable && healthy {
 		s.Status = MachineOK
 		if s.CrashesSeen > 0 {
-			j.warnings = append(j.warnings, fmt.Sprintf("machine %s: crashed %s since the publish started (latest exit code %d at %s), then stayed up for %s",
-				id, times(s.CrashesSeen), s.LatestExitCode, s.LatestCrash.UTC().Format(time.RFC3339Nano), s.UpFor.Round(time.Millisecond)))
+			j.warnings = append(j.warnings, fmt.Sprintf("machine %s: crashed %s since the publish started (latest %s at %s), then stayed up for %s",
+				id, times(s.CrashesSeen), exitString(s.LatestExitCode, s.LatestSignal, s.LatestOOMKilled), s.LatestCrash.UTC().Format(time.RFC3339Nano), s.UpFor.Round(time.Millisecond)))
 		}
 		if s.ControlPlaneErrors > 0 {
 			j.warnings = append(j.warnings, fmt.Sprintf("machine %s: the platform did not answer %s (%s)", id, times(s.ControlPlaneErrors), lastCPErr))
@@ -460,6 +636,81 @@ func judgeMachine(in Input, id string, final bool) machineJudgement {
 			id, s.UpFor.Round(time.Millisecond), in.Policy.StableFor)
 	}
 	return j
+}
+
+// twoNewestCrashes returns the times of the two newest distinct crashes in
+// crashes, oldest first, and whether there are two.
+func twoNewestCrashes(crashes []platform.Event) (time.Time, time.Time, bool) {
+	var ts []time.Time
+	seen := map[int64]bool{}
+	for _, c := range crashes {
+		if k := c.At().UnixNano(); !seen[k] {
+			seen[k] = true
+			ts = append(ts, c.At())
+		}
+	}
+	if len(ts) < 2 {
+		return time.Time{}, time.Time{}, false
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+	return ts[len(ts)-2], ts[len(ts)-1], true
+}
+
+// platformStopped reports whether m's newest exit (or suspend) was the
+// platform's own doing on purpose — a requested stop whose source is not the
+// user (Fly Proxy's autostop) — rather than a crash or an operator's stop.
+func platformStopped(m platform.Machine) bool {
+	var newest []platform.Event
+	for _, e := range m.Events {
+		if e.Type == platform.EventExit || e.Type == platform.EventSuspend {
+			newest = append(newest, e)
+		}
+	}
+	e, ok := latest(newest)
+	if !ok || e.Source == "user" || e.Source == "" {
+		return false
+	}
+	return e.Type == platform.EventSuspend || (e.Exit != nil && e.Exit.RequestedStop)
+}
+
+// wrongAnswer reports whether p is an answer that is not a "not ready yet":
+// an HTTP status outside 2xx other than 502, 503 and 504 (what a booting app
+// or a proxy in front of it says). Refused connections and timeouts are not
+// answers.
+func wrongAnswer(p Probe) bool {
+	if !p.Ran || p.OK || p.Status == 0 {
+		return false
+	}
+	switch p.Status {
+	case 502, 503, 504:
+		return false
+	}
+	return true
+}
+
+func priorString(p Prior) string {
+	switch {
+	case p.Release != "" && p.Image != "":
+		return fmt.Sprintf("release %s (image %s)", p.Release, p.Image)
+	case p.Release != "":
+		return "release " + p.Release
+	default:
+		return "image " + p.Image
+	}
+}
+
+// newCrashAt is when b's new crash (per crashedBetween) happened, on the
+// platform's clock: its latest crash when that moved, else its new start
+// (a restart follows a crash by the restart delay). known is false when only
+// a grown restart count shows it.
+func newCrashAt(a, b obs) (time.Time, bool) {
+	if b.hasCrash && (!a.hasCrash || b.latestCrash.At().After(a.latestCrash.At())) {
+		return b.latestCrash.At(), true
+	}
+	if !b.started.IsZero() && b.started.After(a.started) {
+		return b.started, true
+	}
+	return time.Time{}, false
 }
 
 // unresolved handles a machine the platform did not let us see enough of.
@@ -516,9 +767,9 @@ func fillCrashSummary(s *MachineSummary, ok []obs, t0 time.Time) {
 		}
 		if o.hasCrash && o.latestCrash.At().After(s.LatestCrash) {
 			s.LatestCrash = o.latestCrash.At()
-			if o.latestCrash.Exit != nil {
-				s.LatestExitCode = o.latestCrash.Exit.ExitCode
-				s.StillRestarting = o.latestCrash.Exit.Restarting
+			if x := o.latestCrash.Exit; x != nil {
+				s.LatestExitCode, s.LatestSignal, s.LatestOOMKilled = x.ExitCode, x.Signal, x.OOMKilled
+				s.StillRestarting = x.Restarting
 			}
 		}
 	}
@@ -560,13 +811,7 @@ func fillCrashSummary(s *MachineSummary, ok []obs, t0 time.Time) {
 func crashHistory(s *MachineSummary, newestExit platform.Event) string {
 	code := "no exit details"
 	if x := newestExit.Exit; x != nil {
-		code = fmt.Sprintf("exit code %d", x.ExitCode)
-		if x.Signal != 0 {
-			code += fmt.Sprintf(", signal %d", x.Signal)
-		}
-		if x.OOMKilled {
-			code += ", OOM-killed"
-		}
+		code = exitString(x.ExitCode, x.Signal, x.OOMKilled)
 	}
 	if s.CrashesSeen == 0 {
 		return fmt.Sprintf("exited (%s)", code)
@@ -593,9 +838,31 @@ func loopMessage(s *MachineSummary, a, b obs) string {
 	}
 	last := ""
 	if !s.LatestCrash.IsZero() {
-		last = fmt.Sprintf(" (latest exit code %d at %s)", s.LatestExitCode, clock(s.LatestCrash))
+		last = fmt.Sprintf(" (latest %s at %s)", exitString(s.LatestExitCode, s.LatestSignal, s.LatestOOMKilled), clock(s.LatestCrash))
 	}
 	return fmt.Sprintf("crashed %s since the publish started%s; %s, so it is still restarting", atLeast(s.CrashesSeen), last, what)
+}
+
+// exitString words how a process ended: "exit code 1", "killed by signal 9
+// (SIGKILL)", "killed by signal 9 (SIGKILL), oom_killed". A signal shows
+// as the signal, never as the exit code -1 platforms report with it.
+func exitString(code, signal int, oom bool) string {
+	var s string
+	switch {
+	case signal > 0:
+		s = fmt.Sprintf("killed by signal %d", signal)
+		if name := unix.SignalName(syscall.Signal(signal)); name != "" {
+			s += " (" + name + ")"
+		}
+	case oom:
+		s = "killed"
+	default:
+		s = fmt.Sprintf("exit code %d", code)
+	}
+	if oom {
+		s += ", oom_killed"
+	}
+	return s
 }
 
 func clock(t time.Time) string { return t.UTC().Format("15:04:05.000") }
@@ -629,6 +896,9 @@ func mixedVersions(in Input) string {
 	for _, m := range in.Serving {
 		if m.State != platform.StateStarted {
 			continue
+		}
+		if p, ok := in.Before[m.ID]; ok && p.runs(m) {
+			continue // not updated yet: judged per machine ("not yet")
 		}
 		if (in.Image != "" && m.Config.Image != in.Image) || (in.Release != "" && m.Release() != "" && m.Release() != in.Release) {
 			odd = append(odd, fmt.Sprintf("%s (%s)", m.ID, m.Config.Image))

@@ -306,7 +306,7 @@ func TestJudge(t *testing.T) {
 		},
 		{
 			name: "stable but shorter than StableFor when the window ends -> unknown",
-			in: input(30, 30, lookAt(1, 1, mach(S, always, newestFirst(start(0.1), crash(25, 1, 1), start(25.1))...), okProbe),
+			in: input(30, 30, lookAt(1, 26, mach(S, always, newestFirst(start(0.1), crash(25, 1, 1), start(25.1))...), okProbe),
 				lookAt(2, 30, mach(S, always, newestFirst(start(0.1), crash(25, 1, 1), start(25.1))...), okProbe)),
 			want:        StatusUnknown,
 			wantMachine: MachineUnknown,

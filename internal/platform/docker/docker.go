@@ -129,6 +129,20 @@ func mapErr(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
+// CheckImage implements platform.ImageChecker: the image must be on this
+// host (mythex never pulls).
+func (p *Platform) CheckImage(ctx context.Context, image string) error {
+	if _, err := p.cli.ImageInspect(ctx, image); err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return fmt.Errorf("%w: %s is not on this host (mythex never pulls: build or load it first)", platform.ErrImageNotFound, image)
+		}
+		return mapErr("inspect image "+image, err)
+	}
+	return nil
+}
+
+var _ platform.ImageChecker = (*Platform)(nil)
+
 func (p *Platform) containers(ctx context.Context, app, id string) ([]container.Summary, error) {
 	f := filters.NewArgs(filters.Arg("label", LabelApp+"="+app))
 	if id != "" {
@@ -347,8 +361,15 @@ loop:
 			if restarting {
 				restarts++
 			}
+			// Docker reports a process killed by a signal as exit code
+			// 128+signal (137 for SIGKILL, the OOM killer's too): show it as
+			// the signal.
+			sig := 0
+			if code > 128 && code <= 128+64 {
+				sig = code - 128
+			}
 			out = append(out, platform.Event{Type: platform.EventExit, Status: "stopped", Source: "docker", Timestamp: at, RestartCount: restarts,
-				Exit: &platform.Exit{ExitCode: code, OOMKilled: oom, RequestedStop: killed, Restarting: restarting, ExitedAt: at}})
+				Exit: &platform.Exit{ExitCode: code, Signal: sig, OOMKilled: oom, RequestedStop: killed, Restarting: restarting, ExitedAt: at}})
 		}
 	}
 	newest := make([]platform.Event, 0, len(out))
@@ -382,11 +403,8 @@ func (p *Platform) Create(ctx context.Context, app string, cfg platform.Config) 
 }
 
 func (p *Platform) create(ctx context.Context, app, id string, instance int, cfg platform.Config) (string, error) {
-	if _, err := p.cli.ImageInspect(ctx, cfg.Image); err != nil {
-		if cerrdefs.IsNotFound(err) {
-			return "", fmt.Errorf("%w: image %s is not on this host (mythex never pulls: build or load it first)", platform.ErrInvalid, cfg.Image)
-		}
-		return "", mapErr("inspect image "+cfg.Image, err)
+	if err := p.CheckImage(ctx, cfg.Image); err != nil {
+		return "", err
 	}
 	cj, err := json.Marshal(cfg)
 	if err != nil {
@@ -438,8 +456,8 @@ func (p *Platform) Update(ctx context.Context, app, id string, cfg platform.Conf
 		return platform.Machine{}, mapErr("inspect machine "+id, err)
 	}
 	instance, _ := strconv.Atoi(ci.Config.Labels[LabelInstance])
-	if _, err := p.cli.ImageInspect(ctx, cfg.Image); err != nil {
-		return platform.Machine{}, mapErr("image "+cfg.Image, err)
+	if err := p.CheckImage(ctx, cfg.Image); err != nil {
+		return platform.Machine{}, err
 	}
 	if err := p.stop(ctx, cid); err != nil {
 		return platform.Machine{}, err

@@ -303,6 +303,14 @@ func TestPlatform_MissingImage(t *testing.T) {
 	if !errors.Is(err, platform.ErrInvalid) || !strings.Contains(err.Error(), "never pulls") {
 		t.Errorf("Create from a missing image = %v, want ErrInvalid saying no registry is used", err)
 	}
+	// The gate asks before any machine changes (it used to accept the
+	// image and crash-loop with exit 127): image not found, nothing made.
+	if err := p.CheckImage(context.Background(), "mythex-test/absent:never"); !errors.Is(err, platform.ErrImageNotFound) {
+		t.Errorf("CheckImage of a missing image = %v, want ErrImageNotFound", err)
+	}
+	if ms, _ := p.List(context.Background(), app); len(ms) != 0 {
+		t.Errorf("machines after a missing image: %d", len(ms))
+	}
 }
 
 // TestGate_OnDocker publishes through the gate onto containers: a good

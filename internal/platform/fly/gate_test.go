@@ -21,6 +21,9 @@ func (c appChecker) Check(_ context.Context, url string) publish.Probe {
 	defer c.f.mu.Unlock()
 	for _, m := range c.f.machines {
 		c.f.advance(m)
+		if !m.destroyed && m.state == "started" && strings.Contains(c.f.image(m), "answers500") {
+			return publish.Probe{Ran: true, Status: 500, Target: url}
+		}
 		if !m.destroyed && m.state == "started" && !c.f.crashes(m) {
 			return publish.Probe{Ran: true, OK: true, Status: 200, Target: url}
 		}

@@ -2,10 +2,14 @@ package fly
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/mythex/mythex/internal/auth"
@@ -24,7 +28,7 @@ type Suspender interface {
 // be empty). A machine's Address is published as private_ip plus the first
 // service's internal port, so a Client with PrivateAddresses can reach it.
 func NewHandler(p platform.Platform, token string) http.Handler {
-	h := &handler{p: p}
+	h := &handler{p: p, leases: map[string]heldLease{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/apps/{app}/machines", h.list)
 	mux.HandleFunc("POST /v1/apps/{app}/machines", h.create)
@@ -35,10 +39,81 @@ func NewHandler(p platform.Platform, token string) http.Handler {
 	mux.HandleFunc("POST /v1/apps/{app}/machines/{id}/stop", h.action(p.Stop))
 	mux.HandleFunc("POST /v1/apps/{app}/machines/{id}/suspend", h.suspend)
 	mux.HandleFunc("GET /v1/apps/{app}/machines/{id}/wait", h.wait)
-	return auth.Bearer(token, mux)
+	mux.HandleFunc("POST /v1/apps/{app}/machines/{id}/lease", h.lease)
+	mux.HandleFunc("DELETE /v1/apps/{app}/machines/{id}/lease", h.releaseLease)
+	return auth.Bearer(token, h.fenced(mux))
 }
 
-type handler struct{ p platform.Platform }
+type handler struct {
+	p platform.Platform
+
+	mu     sync.Mutex
+	leases map[string]heldLease // app/id -> lease
+}
+
+// heldLease is one machine's lease, as Fly keeps it: a nonce, until when.
+type heldLease struct {
+	nonce string
+	until time.Time
+}
+
+// fenced refuses a write to a machine whose lease is held, unless it
+// carries the lease's nonce (Fly: 409 "lease currently held by ...").
+func (h *handler) fenced(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && !strings.HasSuffix(r.URL.Path, "/lease") {
+			parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+			if len(parts) >= 5 {
+				h.mu.Lock()
+				l, ok := h.leases[parts[2]+"/"+parts[4]]
+				h.mu.Unlock()
+				if ok && time.Now().Before(l.until) && r.Header.Get(NonceHeader) != l.nonce {
+					writeJSON(w, http.StatusConflict, apiError{Error: "lease currently held by another client"})
+					return
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (h *handler) lease(w http.ResponseWriter, r *http.Request) {
+	if _, err := h.p.Get(r.Context(), r.PathValue("app"), r.PathValue("id")); err != nil {
+		writeErr(w, err)
+		return
+	}
+	ttl, err := strconv.Atoi(r.URL.Query().Get("ttl"))
+	if err != nil || ttl <= 0 {
+		ttl = 30
+	}
+	key := r.PathValue("app") + "/" + r.PathValue("id")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.leases == nil {
+		h.leases = map[string]heldLease{}
+	}
+	if l, ok := h.leases[key]; ok && time.Now().Before(l.until) && r.Header.Get(NonceHeader) != l.nonce {
+		writeJSON(w, http.StatusConflict, apiError{Error: "lease currently held by another client"})
+		return
+	}
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	l := heldLease{nonce: hex.EncodeToString(b), until: time.Now().Add(time.Duration(ttl) * time.Second)}
+	h.leases[key] = l
+	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "data": map[string]any{"nonce": l.nonce, "expires_at": l.until.Unix(), "owner": "mythex"}})
+}
+
+func (h *handler) releaseLease(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("app") + "/" + r.PathValue("id")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if l, ok := h.leases[key]; ok && r.Header.Get(NonceHeader) != l.nonce {
+		writeJSON(w, http.StatusConflict, apiError{Error: "lease currently held by another client"})
+		return
+	}
+	delete(h.leases, key)
+	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+}
 
 func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 	ms, err := h.p.List(r.Context(), r.PathValue("app"))
@@ -156,6 +231,8 @@ func writeErr(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, platform.ErrNotFound):
 		code = http.StatusNotFound
+	case errors.Is(err, platform.ErrImageNotFound):
+		code = http.StatusUnprocessableEntity
 	case errors.Is(err, platform.ErrInvalid):
 		code = http.StatusBadRequest
 	case errors.Is(err, platform.ErrConflict):

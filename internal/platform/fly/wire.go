@@ -12,6 +12,7 @@ package fly
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,19 +20,59 @@ import (
 )
 
 // apiMachine is a machine as the API returns it. Fields mythex does not use
-// (checks, nonce, host_status, ...) are left to the decoder to skip.
+// (checks, nonce, ...) are left to the decoder to skip. When host_status is
+// not "ok" the API leaves config out and gives a partial incomplete_config,
+// rebuilt from several sources and "not suitable to clone or recreate the
+// original machine" (fly-go machine_types.go).
 type apiMachine struct {
-	ID         string      `json:"id"`
-	Name       string      `json:"name,omitempty"`
-	State      string      `json:"state"`
-	Region     string      `json:"region,omitempty"`
-	ImageRef   apiImageRef `json:"image_ref"`
-	InstanceID string      `json:"instance_id,omitempty"`
-	PrivateIP  string      `json:"private_ip,omitempty"`
-	CreatedAt  string      `json:"created_at,omitempty"`
-	UpdatedAt  string      `json:"updated_at,omitempty"`
-	Config     *apiConfig  `json:"config,omitempty"`
-	Events     []apiEvent  `json:"events,omitempty"`
+	ID               string      `json:"id"`
+	Name             string      `json:"name,omitempty"`
+	State            string      `json:"state"`
+	Region           string      `json:"region,omitempty"`
+	ImageRef         apiImageRef `json:"image_ref"`
+	InstanceID       string      `json:"instance_id,omitempty"`
+	Version          string      `json:"version,omitempty"`
+	PrivateIP        string      `json:"private_ip,omitempty"`
+	CreatedAt        string      `json:"created_at,omitempty"`
+	UpdatedAt        string      `json:"updated_at,omitempty"`
+	Config           *apiConfig  `json:"config,omitempty"`
+	IncompleteConfig *apiConfig  `json:"incomplete_config,omitempty"`
+	HostStatus       string      `json:"host_status,omitempty"`
+	Events           []apiEvent  `json:"events,omitempty"`
+	Checks           []apiCheck  `json:"checks,omitempty"`
+	Cordoned         bool        `json:"cordoned,omitempty"`
+}
+
+// apiCheck is one entry of checks[] (fly-go MachineCheckStatus).
+type apiCheck struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Output string `json:"output,omitempty"`
+}
+
+// Process groups flyctl reserves for machines that are not the app's own
+// (fly-go machine_types.go: fly_app_release_command, fly_app_console,
+// fly_app_test_machine_command, under the fly_process_group metadata key).
+const metadataProcessGroup = "fly_process_group"
+
+var reservedProcessGroups = map[string]bool{
+	"fly_app_release_command":      true,
+	"fly_app_console":              true,
+	"fly_app_test_machine_command": true,
+}
+
+// serving reports whether m is one of the app's own machines: not a
+// release-command, console or test machine (flaps ListActive leaves those
+// out the same way).
+func (m apiMachine) serving() bool {
+	c := m.Config
+	if c == nil {
+		c = m.IncompleteConfig
+	}
+	if c == nil {
+		return true
+	}
+	return !reservedProcessGroups[c.Metadata[metadataProcessGroup]] && c.Metadata["process_group"] != "release_command"
 }
 
 type apiImageRef struct {
@@ -89,15 +130,44 @@ type apiRequest struct {
 }
 
 type apiExitEvent struct {
-	ExitCode      int       `json:"exit_code"`
-	GuestExitCode int       `json:"guest_exit_code,omitempty"`
-	GuestSignal   int       `json:"guest_signal,omitempty"`
-	OOMKilled     bool      `json:"oom_killed,omitempty"`
-	RequestedStop bool      `json:"requested_stop,omitempty"`
-	Restarting    bool      `json:"restarting,omitempty"`
-	Signal        int       `json:"signal,omitempty"`
-	ExitedAt      time.Time `json:"exited_at,omitzero"`
+	ExitCode      int      `json:"exit_code"`
+	GuestExitCode int      `json:"guest_exit_code,omitempty"`
+	GuestSignal   int      `json:"guest_signal,omitempty"`
+	OOMKilled     bool     `json:"oom_killed,omitempty"`
+	RequestedStop bool     `json:"requested_stop,omitempty"`
+	Restarting    bool     `json:"restarting,omitempty"`
+	Signal        int      `json:"signal,omitempty"`
+	ExitedAt      flexTime `json:"exited_at,omitzero"`
 }
+
+// flexTime is exited_at as the API has sent it: an RFC 3339 string in
+// current clients (fly-go's time.Time), integer milliseconds since the epoch
+// in older samples, or absent / null / "".
+type flexTime struct{ time.Time }
+
+// UnmarshalJSON implements json.Unmarshaler for both shapes.
+func (t *flexTime) UnmarshalJSON(b []byte) error {
+	s := strings.TrimSpace(string(b))
+	switch {
+	case s == "null" || s == `""` || s == "0":
+		t.Time = time.Time{}
+		return nil
+	case strings.HasPrefix(s, `"`):
+		return t.Time.UnmarshalJSON(b)
+	}
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("exited_at %s: neither an RFC 3339 time nor milliseconds", s)
+	}
+	t.Time = time.UnixMilli(ms).UTC()
+	return nil
+}
+
+// MarshalJSON writes RFC 3339, as current clients expect.
+func (t flexTime) MarshalJSON() ([]byte, error) { return t.Time.MarshalJSON() }
+
+// IsZero lets omitzero leave an unknown time out.
+func (t flexTime) IsZero() bool { return t.Time.IsZero() }
 
 // apiError is the body of a non-2xx answer.
 type apiError struct {
@@ -107,10 +177,17 @@ type apiError struct {
 }
 
 // createRequest is the body of POST /v1/apps/{app}/machines and of an update.
+// Fields from fly-go's LaunchMachineInput: skip_launch keeps an updated
+// machine stopped, skip_service_registration keeps Fly Proxy from routing to
+// a new machine until it is uncordoned; current_version makes the update
+// conditional on the version read (no overwriting a concurrent update).
 type createRequest struct {
-	Name   string         `json:"name,omitempty"`
-	Region string         `json:"region,omitempty"`
-	Config map[string]any `json:"config"`
+	Name                    string         `json:"name,omitempty"`
+	Region                  string         `json:"region,omitempty"`
+	Config                  map[string]any `json:"config"`
+	CurrentVersion          string         `json:"current_version,omitempty"`
+	SkipLaunch              bool           `json:"skip_launch,omitempty"`
+	SkipServiceRegistration bool           `json:"skip_service_registration,omitempty"`
 }
 
 // toPlatform converts an API machine. withAddress sets Address from
@@ -123,9 +200,20 @@ func (m apiMachine) toPlatform(app string, withAddress bool) platform.Machine {
 	out.UpdatedAt, _ = time.Parse(time.RFC3339Nano, m.UpdatedAt)
 	if m.Config != nil {
 		out.Config = m.Config.toPlatform()
+	} else if m.IncompleteConfig != nil {
+		// Read-only use: image and release to tell what runs. Never written
+		// back (see Client.Update).
+		out.Config = m.IncompleteConfig.toPlatform()
 	}
 	for _, e := range m.Events {
 		out.Events = append(out.Events, e.toPlatform())
+	}
+	for _, c := range m.Checks {
+		// flaps inserts bg_deployments_compat checks for old flyctl
+		// versions (fly-go RemoveCompatChecks): not the app's.
+		if !strings.HasPrefix(c.Name, "bg_deployments_compat") {
+			out.Checks = append(out.Checks, platform.Check{Name: c.Name, Status: c.Status, Output: c.Output})
+		}
 	}
 	// The newest exit event carries the restart count of the instance.
 	for _, e := range out.Events {
@@ -188,9 +276,14 @@ func (e apiEvent) toPlatform() platform.Event {
 		}
 		if x != nil {
 			out.Exit = &platform.Exit{ExitCode: x.ExitCode, Signal: x.Signal, OOMKilled: x.OOMKilled, RequestedStop: x.RequestedStop,
-				Restarting: x.Restarting, ExitedAt: x.ExitedAt}
-			if out.Exit.Signal == 0 && x.GuestSignal != 0 {
+				Restarting: x.Restarting, ExitedAt: x.ExitedAt.Time}
+			if out.Exit.Signal <= 0 && x.GuestSignal > 0 {
 				out.Exit.Signal = x.GuestSignal
+			}
+			// Fly sends signal -1 for "no signal": a clean exit 0 with
+			// signal -1 is not a kill.
+			if out.Exit.Signal < 0 {
+				out.Exit.Signal = 0
 			}
 		}
 	}
@@ -220,7 +313,7 @@ func fromPlatform(m platform.Machine) apiMachine {
 			ae.Request = &apiRequest{RestartCount: e.RestartCount}
 			if x := e.Exit; x != nil {
 				ae.Request.ExitEvent = &apiExitEvent{ExitCode: x.ExitCode, Signal: x.Signal, OOMKilled: x.OOMKilled,
-					RequestedStop: x.RequestedStop, Restarting: x.Restarting, ExitedAt: x.ExitedAt}
+					RequestedStop: x.RequestedStop, Restarting: x.Restarting, ExitedAt: flexTime{x.ExitedAt}}
 			}
 		}
 		out.Events = append(out.Events, ae)

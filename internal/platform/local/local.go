@@ -235,6 +235,9 @@ func (s *Supervisor) Create(ctx context.Context, app string, cfg platform.Config
 	if app == "" {
 		return platform.Machine{}, fmt.Errorf("%w: app name is empty", platform.ErrInvalid)
 	}
+	if err := CheckImage(cfg.Image); err != nil {
+		return platform.Machine{}, err
+	}
 	port, err := freePort(s.opts.Host)
 	if err != nil {
 		return platform.Machine{}, fmt.Errorf("create machine: %w", err)
@@ -260,6 +263,9 @@ func (s *Supervisor) Create(ctx context.Context, app string, cfg platform.Config
 // starts again from zero.
 func (s *Supervisor) Update(ctx context.Context, app, id string, cfg platform.Config) (platform.Machine, error) {
 	if err := cfg.Validate(); err != nil {
+		return platform.Machine{}, err
+	}
+	if err := CheckImage(cfg.Image); err != nil {
 		return platform.Machine{}, err
 	}
 	m, err := s.find(app, id)

@@ -362,9 +362,33 @@ func TestSupervisor_Destroy(t *testing.T) {
 	}
 }
 
+// TestSupervisor_MissingImageRefused: a missing or non-executable image is
+// refused before a machine exists (it used to crash-loop with exit 127).
+func TestSupervisor_MissingImageRefused(t *testing.T) {
+	s := newSupervisor(t, Options{})
+	notExec := filepath.Join(t.TempDir(), "app")
+	if err := os.WriteFile(notExec, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, img := range []string{"/nonexistent/app", notExec} {
+		if _, err := s.Create(context.Background(), "api", platform.Config{Image: img}); !errors.Is(err, platform.ErrImageNotFound) {
+			t.Errorf("Create(%s) = %v, want ErrImageNotFound", img, err)
+		}
+	}
+	if list, _ := s.List(context.Background(), "api"); len(list) != 0 {
+		t.Errorf("machines after refused images: %d", len(list))
+	}
+}
+
+// TestSupervisor_ExecFailure: an executable the kernel cannot run exits
+// 127, under the restart policy like any exit.
 func TestSupervisor_ExecFailure(t *testing.T) {
 	s := newSupervisor(t, Options{})
-	m, err := s.Create(context.Background(), "api", platform.Config{Image: "/nonexistent/app",
+	bad := filepath.Join(t.TempDir(), "app")
+	if err := os.WriteFile(bad, []byte("not a program\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.Create(context.Background(), "api", platform.Config{Image: bad,
 		Restart: platform.Restart{Policy: platform.RestartOnFailure, MaxRetries: 1}})
 	if err != nil {
 		t.Fatal(err)
