@@ -161,6 +161,11 @@ func runAgent(ctx context.Context, f agentFlags) error {
 			}
 			ref := fleetlb.Ref(cfg.LoadBalancer, h)
 			rec = agent.Recovery{LB: d, TargetID: ref.ID, TargetAddress: ref.Address}
+		case cfg.LoadBalancer.Kind == fleet.KindHAProxy:
+			var err error
+			if rec, err = haproxyRecovery(cfg, h); err != nil {
+				return err
+			}
 		}
 	}
 	if f.listen == "" {

@@ -108,9 +108,12 @@ documented default and the output says so.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if live {
 				if len(args) > 0 {
-					return usagef("--live reads the target group of one mythex.yml: give it with -f, not PATH arguments")
+					return usagef("--live reads the load balancer of one mythex.yml: give it with -f, not PATH arguments")
 				}
-				return runCheckLive(cmd, file, lbTokenFile, asJSON)
+				// HAProxy's live check follows the file's report (below).
+				if l, err := fleet.Load(file); err != nil || l.LoadBalancer.Kind != fleet.KindHAProxy {
+					return runCheckLive(cmd, file, lbTokenFile, asJSON)
+				}
 			}
 			if len(args) > 0 || native.format != formatText || native.strict {
 				if len(args) == 0 {
@@ -135,15 +138,21 @@ documented default and the output says so.
 			if err != nil {
 				return fmt.Errorf("write report: %w", err)
 			}
-			if !rep.OK() {
+			liveOK := true
+			if live {
+				if liveOK, err = checkLive(cmd.Context(), out, l, asJSON); err != nil {
+					return withCode(exitBadUse, err)
+				}
+			}
+			if !rep.OK() || !liveOK {
 				return silentExit(exitFailed)
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "mythex.yml", "fleet config to check")
+	cmd.Flags().BoolVar(&live, "live", false, "read the live load balancer: kind alb, the target group's numbers (checked, and every field that differs from the file); kind haproxy, through its Runtime API, servers without `check` and drift of rise/fall/inter/timeout (with --json: a second JSON document)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verdicts as JSON instead of text")
-	cmd.Flags().BoolVar(&live, "live", false, "check the load balancer's live target group numbers and list where they differ from the file")
 	cmd.Flags().StringVar(&lbTokenFile, "lb-token-file", "", "the embedded LB's admin token file, for --live on kind embedded")
 	cmd.Flags().StringVar(&native.format, "format", formatText, "with PATH arguments: text, json, or github (GitHub Actions annotations)")
 	cmd.Flags().BoolVar(&native.strict, "strict", false, "exit 1 on marginal findings too")

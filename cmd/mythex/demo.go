@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mythex/mythex/internal/demo"
-	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/termui"
 )
 
@@ -41,6 +40,10 @@ counts the requests that reached nothing.
 local Docker engine (examples/docker/compose.yaml; the image, FROM scratch
 with this binary, is built first and removed afterwards with every container).
 
+--lb haproxy runs it behind a real HAProxy (Debian: apt-get install haproxy)
+instead of the embedded load balancer: a generated haproxy.cfg with an admin
+stats socket, driven through HAProxy's Runtime API (docs/haproxy.md).
+
 --lb alb deploys through the alb driver (aws-sdk-go-v2, SigV4-signed ELBv2 calls)
 against the embedded load balancer's ELBv2 endpoint, as it would against an AWS ALB
 target group, with a scaled propagation grace; each deploy reports its ELBv2 calls.
@@ -53,6 +56,7 @@ Exit status: 0 when every deploy succeeded and no request reached nothing,
 1 otherwise, 2 for bad flags.`,
 		Example: `  go run ./cmd/mythex demo
   go run ./cmd/mythex demo --profile before
+  go run ./cmd/mythex demo --lb haproxy
   go run ./cmd/mythex demo --lb alb
   go run ./cmd/mythex demo --runtime docker
   go run ./cmd/mythex demo --deploys 20 --rate 500 --json | jq '{requests, reached_nothing}'`,
@@ -71,8 +75,8 @@ Exit status: 0 when every deploy succeeded and no request reached nothing,
 				return usagef("--time-scale %g: give a factor more than 0 and at most 10 (1 runs the real numbers)", o.TimeScale)
 			case o.Profile != demo.ProfileAfter && o.Profile != demo.ProfileBefore:
 				return usagef("--profile %q: use after or before", o.Profile)
-			case o.LBKind != fleet.KindEmbedded && o.LBKind != fleet.KindALB:
-				return usagef("--lb %q: use embedded (its admin API) or alb (the alb driver through its ELBv2 endpoint)", o.LBKind)
+			case o.LB != demo.LBEmbedded && o.LB != demo.LBHAProxy && o.LB != demo.LBALB:
+				return usagef("--lb %q: use %s, %s or %s (the alb driver through the embedded LB's ELBv2 endpoint)", o.LB, demo.LBEmbedded, demo.LBHAProxy, demo.LBALB)
 			}
 			var out io.Writer = os.Stdout
 			o.Mode = termui.Plain
@@ -107,7 +111,7 @@ Exit status: 0 when every deploy succeeded and no request reached nothing,
 	fl.IntVar(&o.Deploys, "deploys", 1, "deploys under load (v1 → v2 → v3 …)")
 	fl.BoolVar(&o.Keep, "keep", false, "keep the fleet's directory (config, state, logs) afterwards")
 	fl.StringVar(&o.Runtime, "runtime", demo.RuntimeProcess, "what runs the services: process, or docker (containers on the local Docker engine; a static mythex for the image is built from source when this one is not)")
-	fl.StringVar(&o.LBKind, "lb", fleet.KindEmbedded, "how deploys drive the load balancer: embedded (its admin API) or alb (the alb driver through the embedded LB's ELBv2 endpoint)")
+	fl.StringVar(&o.LB, "lb", demo.LBEmbedded, "the load balancer: embedded (mythex lb, in this process), haproxy (a real HAProxy, driven through its Runtime API) or alb (the embedded LB driven through the alb driver and its ELBv2 endpoint)")
 	fl.BoolVar(&asJSON, "json", false, `print {"requests", "reached_nothing", "deploys": [...]} as JSON instead of progress`)
 	return cmd
 }

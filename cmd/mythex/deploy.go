@@ -117,7 +117,8 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 		return deploy.Result{}, usagef("agent token: %v", err)
 	}
 	var lbToken string
-	if cfg.LoadBalancer.Kind != fleet.KindALB { // an ALB takes the AWS SDK's credentials
+	// An ALB takes the AWS SDK's credentials; HAProxy's Runtime API has no token.
+	if cfg.LoadBalancer.Kind != fleet.KindALB && cfg.LoadBalancer.Kind != fleet.KindHAProxy {
 		if lbToken, err = auth.LoadToken(firstNonEmpty(f.lbTokenFile, cfg.LoadBalancer.AdminTokenFile), lbTokenEnv); err != nil {
 			return deploy.Result{}, usagef("load balancer token: %v", err)
 		}
@@ -128,7 +129,7 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 			fmt.Fprintf(errOut, "warning: timing invariant %s fails: %s (see mythex check -f %s)\n", r.Name, r.Formula, cfg.Path)
 		}
 	}
-	o, err := deploy.ForFleet(ctx, cfg, f.version, agentToken, lbToken)
+	o, err := deployOptions(ctx, cfg, f.version, agentToken, lbToken, errOut)
 	if err != nil {
 		return deploy.Result{}, err
 	}

@@ -104,6 +104,10 @@ func runStatus(ctx context.Context, cfg *fleet.Loaded, f statusFlags, out, errOu
 // kind it cannot read (then no LB column).
 func statusLB(cfg *fleet.Loaded, f statusFlags) (lbport.Driver, error) {
 	switch cfg.LoadBalancer.Kind {
+	case fleet.KindHAProxy:
+		if cfg.LoadBalancer.RuntimeAPI != "" {
+			return haproxyStatusDriver(cfg)
+		}
 	case fleet.KindEmbedded:
 		tok, err := auth.LoadToken(firstNonEmpty(f.lbTokenFile, cfg.LoadBalancer.AdminTokenFile), lbTokenEnv)
 		if err != nil {

@@ -25,7 +25,7 @@ func startALBFleet(t *testing.T, throttle float64) *Fleet {
 	cfg.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: 3, Exe: bin, Dir: t.TempDir(), LBKind: fleet.KindALB,
+	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: 3, Exe: bin, Dir: t.TempDir(), LB: LBALB,
 		LBPoll: time.Duration(float64(lbport.DefaultPollInterval) * testScale), ELBv2Throttle: throttle})
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func TestDemo_ALBDriverDeployUnderLoadDropsNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 3, Rate: 100, Deploys: 1, Exe: bin, Dir: t.TempDir(),
-		LBKind: fleet.KindALB, Adjust: func(c *fleet.Config) { c.LoadBalancer.HealthCheck.Timeout = testCheckTimeout }})
+		LB: LBALB, Adjust: func(c *fleet.Config) { c.LoadBalancer.HealthCheck.Timeout = testCheckTimeout }})
 	if err != nil {
 		t.Fatal(err)
 	}

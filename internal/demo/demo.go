@@ -69,10 +69,9 @@ type Options struct {
 	// (containers on the local Docker engine; Exe must be statically
 	// linked).
 	Runtime string
-	// LBKind is how deploys drive the load balancer: fleet.KindEmbedded
-	// (default, its admin API) or fleet.KindALB (the alb driver through the
-	// embedded LB's ELBv2 endpoint).
-	LBKind string
+	// LB is the load balancer: LBEmbedded (default), LBHAProxy, or LBALB
+	// (the embedded LB driven through the alb driver and its ELBv2 endpoint).
+	LB string
 	// Adjust, when set, changes the scaled profile before the fleet starts
 	// (tests widen a timeout for a loaded machine).
 	Adjust func(*fleet.Config)
@@ -126,7 +125,7 @@ type DeployReport struct {
 // Summary is the whole demo, as `mythex demo --json` prints it.
 type Summary struct {
 	Profile        string         `json:"profile"`
-	LBKind         string         `json:"lb_kind,omitempty"`
+	LB             string         `json:"lb,omitempty"`
 	TimeScale      float64        `json:"time_scale"`
 	Hosts          int            `json:"hosts"`
 	Rate           float64        `json:"rate"`
@@ -221,7 +220,7 @@ func Run(ctx context.Context, o Options) (sum Summary, err error) {
 			defer os.RemoveAll(o.Dir)
 		}
 	}
-	sum = Summary{Profile: o.Profile, LBKind: o.LBKind, TimeScale: o.TimeScale, Hosts: o.Hosts, Rate: o.Rate}
+	sum = Summary{Profile: o.Profile, LB: o.LB, TimeScale: o.TimeScale, Hosts: o.Hosts, Rate: o.Rate}
 	if o.Keep {
 		sum.Dir = o.Dir
 	}
@@ -238,7 +237,7 @@ func Run(ctx context.Context, o Options) (sum Summary, err error) {
 	fmt.Fprintf(out, "  health check every %v, unhealthy after %d, drain serves %v, drain mode %s\n",
 		hc.Interval, hc.UnhealthyThreshold, cfg.Drain.ServePeriod, cfg.Deploy.DrainMode)
 
-	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: o.Hosts, Exe: o.Exe, Dir: o.Dir, Logger: o.Logger, Runtime: o.Runtime, LBKind: o.LBKind,
+	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: o.Hosts, Exe: o.Exe, Dir: o.Dir, Logger: o.Logger, Runtime: o.Runtime, LB: o.LB,
 		LBPoll: time.Duration(float64(lbport.DefaultPollInterval) * o.TimeScale)})
 	if err != nil {
 		return sum, err

@@ -34,6 +34,7 @@ import (
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/lb"
 	"github.com/mythex/mythex/internal/lbport/fleetlb"
+	"github.com/mythex/mythex/internal/lbport/haproxy/local"
 )
 
 //go:embed compose.yaml
@@ -57,16 +58,16 @@ type FleetOptions struct {
 	// (containers of the sample app image on the local Docker engine, from
 	// examples/docker/compose.yaml; Exe must then be statically linked).
 	Runtime string
-	// LBKind is how the deploy drives the load balancer: fleet.KindEmbedded
-	// (default: its admin API) or fleet.KindALB (the alb driver, through the
-	// embedded LB's ELBv2 endpoint, signed with a key pair made for the run).
-	LBKind string
-	// LBPoll is how often a deploy polls the load balancer (LBKind alb).
+	// LBPoll is how often a deploy polls the load balancer (LB alb).
 	// Default: the deploy's, a tenth of the health check interval.
 	LBPoll time.Duration
 	// ELBv2Throttle, when more than 0, makes the LB's ELBv2 endpoint answer
-	// only this many calls per second (LBKind alb).
+	// only this many calls per second (LB alb).
 	ELBv2Throttle float64
+	// LB is the load balancer: LBEmbedded (default), LBHAProxy, or LBALB
+	// (the embedded LB driven through its ELBv2 endpoint by the alb driver,
+	// signed with a key pair made for the run).
+	LB string
 }
 
 // Runtimes the demo's agents can use.
@@ -85,10 +86,10 @@ type Fleet struct {
 	AgentToken, LBToken string
 	// LB is the embedded load balancer, running in this process.
 	LB *lb.Server
-	// ELBv2Key is the key pair of the LB's ELBv2 endpoint (LBKind alb).
+	// ELBv2Key is the key pair of the LB's ELBv2 endpoint (LB alb).
 	ELBv2Key lb.KeyPair
 	// LBCalls is how many load balancer API calls the last Deploy made
-	// (LBKind alb).
+	// (LB alb).
 	LBCalls int64
 
 	lbPoll   time.Duration
@@ -100,6 +101,7 @@ type Fleet struct {
 	exited   []chan struct{}
 	lbCancel context.CancelFunc
 	lbDone   chan error
+	haproxy  *local.HAProxy // nil behind the embedded LB
 }
 
 // StartFleet writes the fleet's config, starts the load balancer and one agent
@@ -126,9 +128,9 @@ func StartFleet(ctx context.Context, o FleetOptions) (_ *Fleet, err error) {
 	cfg.LoadBalancer.Kind = fleet.KindEmbedded
 	cfg.LoadBalancer.Listen = addr(ports[0])
 	cfg.LoadBalancer.AdminListen = addr(ports[1])
-	switch o.LBKind {
-	case "", fleet.KindEmbedded:
-	case fleet.KindALB:
+	switch o.LB {
+	case "", LBEmbedded, LBHAProxy:
+	case LBALB:
 		// The embedded LB stands in for the ALB: the deploy reaches it only
 		// through its ELBv2 endpoint, as it would reach AWS.
 		cfg.LoadBalancer.Kind = fleet.KindALB
@@ -143,9 +145,12 @@ func StartFleet(ctx context.Context, o FleetOptions) (_ *Fleet, err error) {
 		cfg.LoadBalancer.PropagationMargin = max(0, (cfg.Drain.ServePeriod-time.Duration(hc.UnhealthyThreshold)*hc.Interval-hc.Timeout)/2)
 		f.ELBv2Key = lb.KeyPair{AccessKeyID: "AKIAMYTHEXDEMO" + strings.ToUpper(token()[:6]), SecretAccessKey: token()}
 	default:
-		return nil, fmt.Errorf("%w: load balancer kind %q; use %s or %s", fleet.ErrInvalid, o.LBKind, fleet.KindEmbedded, fleet.KindALB)
+		return nil, fmt.Errorf("%w: load balancer %q; use %s, %s or %s", fleet.ErrInvalid, o.LB, LBEmbedded, LBHAProxy, LBALB)
 	}
 	cfg.Deploy.Compose = "compose.yaml"
+	if o.LB == LBHAProxy {
+		useHAProxy(&cfg, o.Dir)
+	}
 	hc := cfg.LoadBalancer.HealthCheck
 	cfg.Hosts = nil
 	for i := range o.Hosts {
@@ -201,7 +206,12 @@ func StartFleet(ctx context.Context, o FleetOptions) (_ *Fleet, err error) {
 	if f.Loaded, err = fleet.Load(path); err != nil {
 		return nil, fmt.Errorf("the demo wrote a config it cannot read: %w", err)
 	}
-	if err := f.startLB(o.Logger); err != nil {
+	if f.Loaded.LoadBalancer.Kind == fleet.KindHAProxy {
+		err = f.startHAProxy(ctx)
+	} else {
+		err = f.startLB(o.Logger)
+	}
+	if err != nil {
 		return nil, err
 	}
 	for _, h := range f.Loaded.Hosts {
@@ -322,7 +332,7 @@ func (f *Fleet) Deploy(ctx context.Context, version string, vars map[string]stri
 			return deploy.Result{}, err
 		}
 	}
-	o, err := deploy.ForFleet(ctx, &loaded, version, f.AgentToken, f.LBToken)
+	o, err := f.deployOptions(ctx, &loaded, version)
 	if err != nil {
 		return deploy.Result{}, err
 	}
@@ -394,6 +404,7 @@ func (f *Fleet) Close() error {
 			errs = append(errs, fmt.Errorf("agent %d did not stop within %v; killed", i+1, grace))
 		}
 	}
+	f.haproxy.Stop()
 	if f.lbCancel != nil {
 		f.lbCancel()
 		if err := <-f.lbDone; err != nil && !errors.Is(err, context.Canceled) {

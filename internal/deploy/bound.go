@@ -46,6 +46,9 @@ func (b Bound) Explain() string {
 	if b.Drain > 0 {
 		return "health flip: unhealthy after (unhealthy_threshold − 1) × interval at best; the service serves its drain period after SIGTERM; back after (healthy_threshold − 1) × interval"
 	}
+	if b.Healthy > 0 {
+		return "drained: out of rotation at once; the service serves its drain period after SIGTERM; the load balancer's checks, still running, saw it DOWN: back after (healthy_threshold − 1) × interval"
+	}
 	return "deregistered: out of rotation at once; the service serves its drain period after SIGTERM; registered again: healthy after one passed check"
 }
 
@@ -65,6 +68,12 @@ func LowerBound(cfg *fleet.Config) Bound {
 		b.Healthy = time.Duration(hc.HealthyThreshold-1) * hc.Interval
 	} else {
 		b.Stop = serve
+		// HAProxy keeps checking a drained server: one whose service stays
+		// stopped for (U−1)·I is DOWN, and `state ready` brings it back only
+		// after H passing checks.
+		if cfg.LoadBalancer.Kind == fleet.KindHAProxy && b.Stop >= time.Duration(hc.UnhealthyThreshold-1)*hc.Interval {
+			b.Healthy = time.Duration(hc.HealthyThreshold-1) * hc.Interval
+		}
 	}
 	return b
 }

@@ -181,7 +181,7 @@ func (r *hostRun) drain(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("flip health of %v: %w", r.d.o.TargetServices, err)
 		}
 	}
-	t, err := r.waitTarget(ctx, cfg.Drain.Max, lbport.OutOfRotation)
+	t, err := r.waitDrained(ctx)
 	if err != nil {
 		return "", fmt.Errorf("load balancer did not take %s out of rotation: %w", r.h.Name, err)
 	}

@@ -62,6 +62,9 @@ type Host struct {
 	// EC2 instance id (i-…) for target_type instance, the IP address for ip.
 	// The port is Target's. Default: the host part of Target.
 	TargetID string `yaml:"target_id"`
+	// Server is this host's server name in the HAProxy backend (kind
+	// haproxy; the name on its `server` line in haproxy.cfg). Default: Name.
+	Server string `yaml:"server"`
 	// SSH is "user@host[:port]" of the host's sshd: mythex reaches the agent
 	// through one SSH connection (host key checked against known_hosts) and
 	// the agent stays on loopback. Default: none (the agent address is dialled
@@ -161,6 +164,17 @@ type LoadBalancer struct {
 	// calls overlap marginal instead of passing it. Default 0: the same as
 	// PropagationMargin. When set it must be at least PropagationMargin.
 	PropagationMax time.Duration `yaml:"propagation_max"`
+	// RuntimeAPI is HAProxy's Runtime API (kind haproxy): "unix:/path" of a
+	// `stats socket ... level admin`, or "tcp:host:port". Required for kind
+	// haproxy.
+	RuntimeAPI string `yaml:"runtime_api"`
+	// Backend is the HAProxy backend whose servers are the fleet's hosts
+	// (kind haproxy). Required for kind haproxy.
+	Backend string `yaml:"backend"`
+	// ConfigFile is the path of haproxy.cfg (kind haproxy), read — never
+	// written — by `mythex check --live` for what the Runtime API does not
+	// expose (inter, timeout check). Optional; relative to mythex.yml.
+	ConfigFile string `yaml:"config_file"`
 }
 
 // HealthCheck is an active HTTP health check, as in an ALB target group.

@@ -44,6 +44,7 @@ func (c *Config) validate(p *problems) {
 	if lb.Endpoint != "" && !strings.HasPrefix(lb.Endpoint, "http://") && !strings.HasPrefix(lb.Endpoint, "https://") {
 		p.add("load_balancer.endpoint", "must be a URL starting with https:// or http://, got %q", lb.Endpoint)
 	}
+	c.validateHAProxy(p)
 	hostPort(p, "load_balancer.listen", lb.Listen)
 	hostPort(p, "load_balancer.admin_listen", lb.AdminListen)
 

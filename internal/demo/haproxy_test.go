@@ -1,0 +1,153 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mythex/mythex/internal/deploy"
+	"github.com/mythex/mythex/internal/fleet"
+)
+
+func needHAProxy(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("haproxy"); err != nil {
+		t.Skip("haproxy is not installed (Debian: apt-get install haproxy; .ci/run installs it as root)")
+	}
+}
+
+func TestHAProxy_DeployUnderLoadDropsNothing(t *testing.T) {
+	needHAProxy(t)
+	bin := mythexBin(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 3, Rate: 100, Deploys: 1, Exe: bin, Dir: t.TempDir(), LB: LBHAProxy,
+		Adjust: func(c *fleet.Config) { c.LoadBalancer.HealthCheck.Timeout = testCheckTimeout }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Deploys) != 1 {
+		t.Fatalf("deploys = %d", len(sum.Deploys))
+	}
+	d := sum.Deploys[0]
+	if !d.OK || len(d.Hosts) != 3 {
+		t.Fatalf("deploy behind HAProxy: ok=%v hosts=%d err=%s", d.OK, len(d.Hosts), d.Error)
+	}
+	if sum.ReachedNothing != 0 || sum.AppErrors != 0 {
+		t.Errorf("behind HAProxy: reached nothing %d, app errors %d; want 0 (probe %+v)", sum.ReachedNothing, sum.AppErrors, d.Probe)
+	}
+	if d.Probe.Requests < 100 {
+		t.Errorf("only %d requests were sent", d.Probe.Requests)
+	}
+	last := d.Versions[len(d.Versions)-1]
+	if strings.Join(last.Versions, ",") != "v2" {
+		t.Errorf("at the end the fleet answers %v, want v2 only (spans %+v)", last.Versions, d.Versions)
+	}
+}
+
+func TestHAProxy_FailingReleaseRolledBack(t *testing.T) {
+	needHAProxy(t)
+	bin := mythexBin(t)
+	cfg, err := ProfileConfig(ProfileAfter, testScale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: 3, Exe: bin, Dir: t.TempDir(), LB: LBHAProxy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Close(); err != nil {
+			t.Errorf("close fleet: %v", err)
+		}
+	})
+	if _, err := f.Deploy(ctx, "v1", nil, nil); err != nil {
+		t.Fatalf("first rollout behind HAProxy: %v\n%s", err, f.LogTail("web-1", 3000))
+	}
+	stop := load(t, f, 100)
+	_, err = f.Deploy(ctx, "v2", map[string]string{"CRASH_ON_START": "100ms"}, nil)
+	rep := stop()
+	var se *deploy.StepError
+	if !errors.As(err, &se) || se.Host != "web-1" || se.Phase != deploy.PhaseStart || !se.RolledBack {
+		t.Fatalf("err = %v, want web-1 failing at start, rolled back", err)
+	}
+	for i := range 3 {
+		if v := versionOf(t, f.Agent(i)); v != "v1" {
+			t.Errorf("web-%d is on %q, want v1", i+1, v)
+		}
+	}
+	if rep.ReachedNothing != 0 {
+		t.Errorf("%d requests reached nothing during the failed deploy and its rollback behind HAProxy (%+v)", rep.ReachedNothing, rep.Reasons)
+	}
+	// web-1 is back in HAProxy's rotation: a deploy of a good version goes
+	// through every host afterwards.
+	if _, err := f.Deploy(ctx, "v3", nil, nil); err != nil {
+		t.Fatalf("a good deploy after the rollback: %v", err)
+	}
+}
+
+// lb-restart: HAProxy is reloaded (as `systemctl reload haproxy`) right
+// after web-1 was drained. The reload puts every server back to haproxy.cfg's
+// state — web-1 ready again — so with drain_mode both it is HAProxy's health
+// checks, seeing web-1's flipped health endpoint, that take it out before its
+// serve period ends; the deploy then sets it ready and carries on.
+func TestHAProxy_ReloadMidDeploy(t *testing.T) {
+	needHAProxy(t)
+	bin := mythexBin(t)
+	// A wider scale than the other tests: the reload itself takes time out
+	// of the serve period on a loaded machine.
+	cfg, err := ProfileConfig(ProfileAfter, 0.3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Deploy.DrainMode != fleet.DrainModeBoth {
+		t.Fatalf("the after profile drains by %s; this test needs both", cfg.Deploy.DrainMode)
+	}
+	cfg.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: 3, Exe: bin, Dir: t.TempDir(), LB: LBHAProxy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Close(); err != nil {
+			t.Errorf("close fleet: %v", err)
+		}
+	})
+	if _, err := f.Deploy(ctx, "v1", nil, nil); err != nil {
+		t.Fatalf("first rollout: %v", err)
+	}
+	stop := load(t, f, 100)
+	reloaded := false
+	var reloadErr error
+	obs := deploy.ObserverFunc(func(e deploy.Event) {
+		// Observer calls are serial and the deploy waits for them: the
+		// reload is done before web-1's services are told to stop.
+		if e.Host == "web-1" && e.Phase == deploy.PhaseStop && e.Kind == deploy.EventBegin && !reloaded {
+			reloaded, reloadErr = true, f.haproxy.Reload(ctx)
+		}
+	})
+	_, err = f.Deploy(ctx, "v2", nil, obs)
+	rep := stop()
+	if !reloaded || reloadErr != nil {
+		t.Fatalf("reload: happened %v, %v", reloaded, reloadErr)
+	}
+	if err != nil {
+		t.Fatalf("deploy across an HAProxy reload: %v", err)
+	}
+	for i := range 3 {
+		if v := versionOf(t, f.Agent(i)); v != "v2" {
+			t.Errorf("web-%d is on %q, want v2", i+1, v)
+		}
+	}
+	if rep.ReachedNothing != 0 {
+		t.Errorf("%d requests reached nothing across the reload (%+v)", rep.ReachedNothing, rep.Reasons)
+	}
+}

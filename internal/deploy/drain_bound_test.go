@@ -1,0 +1,95 @@
+package deploy
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/lbport"
+)
+
+// cuttingLB is a fakeLB without a deregistration timer of its own (as
+// HAProxy): the deploy must cut the sessions a stuck target keeps.
+type cuttingLB struct {
+	*fakeLB
+	cut []string
+}
+
+func (c *cuttingLB) CutSessions(_ context.Context, t lbport.TargetRef) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cut = append(c.cut, t.ID)
+	c.targets[t.ID].inFlight = 0
+	if c.stuckInFlight == t.ID {
+		c.stuckInFlight = ""
+	}
+	return nil
+}
+
+func TestDeployer_DeregistrationBoundCutsSessions(t *testing.T) {
+	tests := []struct {
+		name    string
+		mode    string
+		delay   time.Duration
+		cutter  bool
+		wantCut bool
+		wantOK  bool
+	}{
+		{"cutter at the delay", fleet.DrainModeDeregister, 50 * time.Millisecond, true, true, true},
+		{"cutter, delay beyond drain.max: drain fails at max", fleet.DrainModeDeregister, time.Second, true, false, false},
+		{"no cutter: the LB's own timer or nothing", fleet.DrainModeDeregister, 50 * time.Millisecond, false, false, false},
+		{"health mode deregisters nothing: no cut", fleet.DrainModeHealth, 50 * time.Millisecond, true, false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(2)
+			f.lb.stuckInFlight = "web-1"
+			cfg := testConfig(tc.mode)
+			cfg.LoadBalancer.DeregistrationDelay = tc.delay
+			o := f.options(cfg, "v2")
+			c := &cuttingLB{fakeLB: f.lb}
+			if tc.cutter {
+				o.LB = c
+			}
+			res, err := run(t, o)
+			if (err == nil) != tc.wantOK {
+				t.Fatalf("Run: %v, want ok %v (%+v)", err, tc.wantOK, res)
+			}
+			if got := len(c.cut) > 0; got != tc.wantCut {
+				t.Fatalf("cut %v, want a cut %v", c.cut, tc.wantCut)
+			}
+			var noted bool
+			f.mu.Lock()
+			for _, e := range f.events {
+				if e.Kind == EventNote && e.Phase == PhaseDrain && strings.Contains(e.Detail, "deregistration_delay") {
+					noted = true
+				}
+			}
+			f.mu.Unlock()
+			if noted != tc.wantCut {
+				t.Fatalf("a note saying so: %v, want %v", noted, tc.wantCut)
+			}
+		})
+	}
+}
+
+func TestLowerBound_HAProxy(t *testing.T) {
+	cfg := testConfig(fleet.DrainModeDeregister)
+	cfg.LoadBalancer.HealthCheck.Interval = time.Second
+	cfg.LoadBalancer.HealthCheck.UnhealthyThreshold = 2
+	cfg.LoadBalancer.HealthCheck.HealthyThreshold = 3
+	cfg.Drain.ServePeriod = 3 * time.Second
+	if b := LowerBound(cfg); b.Healthy != 0 {
+		t.Fatalf("embedded: %+v, want healthy 0 (registered again: one passed check)", b)
+	}
+	cfg.LoadBalancer.Kind = fleet.KindHAProxy
+	if b := LowerBound(cfg); b.Healthy != 2*time.Second || !strings.Contains(b.Explain(), "DOWN") {
+		t.Fatalf("haproxy, stopped long enough to go DOWN: %+v, want healthy (3−1)×1s", b)
+	}
+	cfg.Drain.ServePeriod = 500 * time.Millisecond
+	if b := LowerBound(cfg); b.Healthy != 0 {
+		t.Fatalf("haproxy, back before a check could fail twice: %+v, want healthy 0", b)
+	}
+}
