@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +25,7 @@ import (
 	"github.com/mythex/mythex/internal/runtime"
 	"github.com/mythex/mythex/internal/runtime/docker"
 	"github.com/mythex/mythex/internal/runtime/process"
+	"github.com/mythex/mythex/internal/transport"
 	"github.com/mythex/mythex/internal/watchdog"
 )
 
@@ -39,6 +41,10 @@ type agentFlags struct {
 	tokenFile    string
 	runtime      string
 	allowRemote  bool
+	tlsCert      string
+	tlsKey       string
+	clientCA     string
+	logFormat    string
 	lbTokenFile  string
 	noLB         bool
 	stopOnExit   bool
@@ -62,8 +68,12 @@ definition (current, previous, last known good) in --state-dir, owns the host
 lock that deploys and the bootstrap share, starts and stops the services
 through a runtime, and serves an authenticated API that mythex deploy drives.
 
-The API binds to loopback unless --allow-remote, and every request needs the
-bearer token from --token-file or $` + agentTokenEnv + `.
+The API binds to loopback, and every request needs the bearer token from
+--token-file or $` + agentTokenEnv + `. Deployers on other machines reach it
+through SSH (hosts[].ssh in mythex.yml: the agent stays on loopback), or over
+TLS 1.3 with client certificates (--tls-cert, --tls-key, --client-ca; make them
+with mythex certs). Plain HTTP beyond loopback needs --insecure-plaintext and
+warns at every start: the token lets whoever holds it run programs here.
 
 With -f and --host, the agent takes its listen address (hosts[].agent), its
 load balancer target and the load balancer's admin API from mythex.yml: if a
@@ -71,7 +81,14 @@ deploy dies mid-way, the agent returns the host to its last known good
 definition and registers it with the load balancer again.
 
 Services keep running when the agent stops or restarts; a new agent adopts
-them.
+them — and, through a marker in their environment, also the ones whose
+records are missing; a service of its own it cannot account for is stopped.
+
+A deploy's lease is kept in --state-dir: after an agent restart (even
+SIGKILL) it is resumed and its clock goes on; when it runs out, the agent
+returns the host to its last known good definition and registers it with the
+load balancer again. mythex lease status / mythex lease break show and end
+leases. The API token must have at least 16 bytes.
 
 The watchdog checks every service of the current definition every
 watchdog.interval (W, default 60s) and heals one only after
@@ -81,7 +98,8 @@ pauses during maintenance (mythex agent maintenance), heals only from the
 published definition and never writes it. --bootstrap makes the current
 definition run before anything else (what a server does at boot; see mythex
 agent bootstrap).`,
-		Example: `  export ` + agentTokenEnv + `=$(cat /etc/mythex/agent-token)
+		Example: `  openssl rand -hex 32 > /etc/mythex/agent-token   # once; give the deployer the same file
+  export ` + agentTokenEnv + `=$(cat /etc/mythex/agent-token)
   mythex agent -f mythex.yml --host web-1 --state-dir /var/lib/mythex
 
   # by hand, without a fleet config, a faster watchdog
@@ -92,7 +110,11 @@ agent bootstrap).`,
   mythex agent -f mythex.yml --host web-1 --state-dir /var/lib/mythex --runtime docker`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runAgent(cmd.Context(), f)
+			log, err := newLogger(cmd, f.logFormat)
+			if err != nil {
+				return err
+			}
+			return runAgent(cmd.Context(), f, log)
 		},
 	}
 	fl := cmd.Flags()
@@ -104,7 +126,12 @@ agent bootstrap).`,
 	fl.StringVar(&f.runtime, "runtime", "process", "what runs the services: process (child processes) or docker (containers through the Docker Engine API)")
 	fl.StringVar(&f.dockerHost, "docker-host", "", "Docker engine address for --runtime docker (default $DOCKER_HOST, else unix:///var/run/docker.sock)")
 	fl.StringArrayVar(&f.dockerLabels, "docker-label", nil, "KEY=VALUE label put on every container and network of --runtime docker; the agent then sees only containers carrying it (repeatable; e.g. two fleets on one engine)")
-	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow a --listen address that is not loopback")
+	fl.BoolVar(&f.allowRemote, "insecure-plaintext", false, "serve plain HTTP on a --listen address that is not loopback (the token then crosses the network in clear; prefer SSH or --tls-cert)")
+	fl.BoolVar(&f.allowRemote, "allow-remote", false, "old name of --insecure-plaintext")
+	_ = fl.MarkDeprecated("allow-remote", "use --insecure-plaintext (or SSH, or --tls-cert with --client-ca)")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "serve TLS 1.3 with this certificate (PEM; mythex certs issue --server); needs --tls-key and --client-ca")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "the key of --tls-cert (PEM)")
+	fl.StringVar(&f.clientCA, "client-ca", "", "CA whose client certificates deployers must present (PEM; mythex certs init)")
 	fl.StringVar(&f.lbTokenFile, "lb-token-file", "", "file holding the load balancer's admin token (default load_balancer.admin_token_file or $"+lbTokenEnv+")")
 	fl.BoolVar(&f.noLB, "no-lb", false, "do not talk to the load balancer, even with -f")
 	fl.BoolVar(&f.stopOnExit, "stop-services-on-exit", false, "stop every service when the agent exits (demos and tests; servers keep them running)")
@@ -113,14 +140,14 @@ agent bootstrap).`,
 	fl.DurationVar(&f.watchdogInterval, "watchdog-interval", 0, "W, the time between watchdog rounds (default watchdog.interval with -f, else 60s)")
 	fl.IntVar(&f.watchdogFailures, "watchdog-failures", 0, "K, consecutive failed checks before a heal (default watchdog.failures_before_heal with -f, else 4)")
 	fl.BoolVar(&f.bootstrap, "bootstrap", false, "first make the current definition run, under the host lock (use under systemd with the process runtime)")
+	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json (as mythex lb)")
 	_ = cmd.MarkFlagRequired("state-dir")
 	cmd.AddCommand(newAgentBootstrapCmd(), newAgentMaintenanceCmd())
 	return cmd
 }
 
-func runAgent(ctx context.Context, f agentFlags) error {
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	token, err := auth.LoadToken(f.tokenFile, agentTokenEnv)
+func runAgent(ctx context.Context, f agentFlags, log *slog.Logger) error {
+	token, err := auth.LoadAdminToken(f.tokenFile, agentTokenEnv, "--token-file")
 	if err != nil {
 		return usagef("agent API token: %v", err)
 	}
@@ -171,8 +198,20 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	if f.listen == "" {
 		f.listen = "127.0.0.1:9201"
 	}
-	if !auth.IsLoopback(f.listen) && !f.allowRemote {
-		return usagef("--listen %s is not a loopback address; the agent API can start and stop services, so pass --allow-remote only behind a firewall you trust", f.listen)
+	var tlsConf *tls.Config
+	if f.tlsCert != "" || f.tlsKey != "" || f.clientCA != "" {
+		c, err := transport.ServerTLS(f.tlsCert, f.tlsKey, f.clientCA)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		tlsConf = c
+	}
+	switch {
+	case auth.IsLoopback(f.listen) || tlsConf != nil:
+	case f.allowRemote:
+		fmt.Fprintf(os.Stderr, "warning: the agent API serves plain HTTP on %s (--insecure-plaintext): its token, which can start any program here, crosses the network in clear; use SSH (hosts[].ssh) or --tls-cert/--tls-key/--client-ca\n", f.listen)
+	default:
+		return usagef("--listen %s is not a loopback address; the agent API can start and stop services: keep it on loopback and reach it over SSH (hosts[].ssh), serve TLS with client certificates (--tls-cert, --tls-key, --client-ca), or pass --insecure-plaintext on a network you trust", f.listen)
 	}
 	stateDir, err := filepath.Abs(f.stateDir)
 	if err != nil {
@@ -218,7 +257,10 @@ func runAgent(ctx context.Context, f agentFlags) error {
 	if err != nil {
 		return fmt.Errorf("agent API: %w", err)
 	}
-	srv := &http.Server{Handler: a.Handler(token), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: a.Handler(token), ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsConf}
+	if tlsConf != nil {
+		ln = tls.NewListener(ln, tlsConf)
+	}
 	log.Info("agent listening", "addr", ln.Addr().String(), "host", f.host, "state_dir", stateDir, "runtime", f.runtime)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -71,11 +71,14 @@ input.`,
 
 // bootstrapResult is what `mythex agent bootstrap --json` prints.
 type bootstrapResult struct {
-	Host             string                 `json:"host"`
-	Version          string                 `json:"version,omitempty"`
-	NothingPublished bool                   `json:"nothing_published,omitempty"`
-	Services         []agentapi.StartResult `json:"services,omitempty"`
-	Error            string                 `json:"error,omitempty"`
+	Host             string `json:"host"`
+	Version          string `json:"version,omitempty"`
+	NothingPublished bool   `json:"nothing_published,omitempty"`
+	// HalfDeployed: a deploy left the current definition half deployed;
+	// nothing was started, the agent recovers the host from its lease.
+	HalfDeployed bool                   `json:"half_deployed,omitempty"`
+	Services     []agentapi.StartResult `json:"services,omitempty"`
+	Error        string                 `json:"error,omitempty"`
 }
 
 func runAgentBootstrap(ctx context.Context, f agentBootstrapFlags, out io.Writer) error {
@@ -103,7 +106,9 @@ func runAgentBootstrap(ctx context.Context, f agentBootstrapFlags, out io.Writer
 		return err
 	}
 	defer rt.Close()
-	a, err := agent.New(agent.Config{Host: f.host, StateDir: stateDir, Runtime: rt, RuntimeName: f.runtime, Logger: log, StartTimeout: f.startTimeout})
+	// The leases stay for the agent: it can put a recovered host back into
+	// the load balancer, the bootstrap cannot.
+	a, err := agent.New(agent.Config{Host: f.host, StateDir: stateDir, Runtime: rt, RuntimeName: f.runtime, Logger: log, StartTimeout: f.startTimeout, KeepLeasesOnDisk: true})
 	if err != nil {
 		return err
 	}
@@ -118,6 +123,11 @@ func runAgentBootstrap(ctx context.Context, f agentBootstrapFlags, out io.Writer
 	switch {
 	case errors.Is(err, agent.ErrNothingPublished):
 		res.NothingPublished, err = true, nil
+	case errors.Is(err, agent.ErrHalfDeployed):
+		// Not a failure of the boot: the agent, started next, resumes the
+		// deploy's lease and recovers the host (exit 0, so that a unit
+		// ordered before the agent does not keep it from starting).
+		res.HalfDeployed, res.Error, err = true, err.Error(), nil
 	case err != nil:
 		res.Error = err.Error()
 	}
@@ -137,6 +147,10 @@ func runAgentBootstrap(ctx context.Context, f agentBootstrapFlags, out io.Writer
 	}
 	if res.NothingPublished {
 		fmt.Fprintf(out, "%s: nothing published to this host yet; nothing to start\n", f.host)
+		return nil
+	}
+	if res.HalfDeployed {
+		fmt.Fprintf(out, "%s: %s\n", f.host, res.Error)
 		return nil
 	}
 	for _, s := range res.Services {

@@ -183,13 +183,13 @@ func maintenanceAgent(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(a.Handler("s3cret"))
+	srv := httptest.NewServer(a.Handler("s3cret-0123456789abcdef"))
 	t.Cleanup(func() {
 		srv.Close()
 		a.Close()
 		rt.Close()
 	})
-	t.Setenv(agentTokenEnv, "s3cret")
+	t.Setenv(agentTokenEnv, "s3cret-0123456789abcdef")
 	return srv.URL
 }
 
@@ -264,7 +264,7 @@ func TestAgentCmd_BootstrapsAndHeals(t *testing.T) {
 	const w, k = 200 * time.Millisecond, 3
 	cmd := exec.Command(bin, "agent", "--state-dir", dir, "--host", "web-1", "--listen", listen, "--bootstrap",
 		"--watchdog-interval", w.String(), "--watchdog-failures", strconv.Itoa(k), "--stop-services-on-exit")
-	cmd.Env = append(os.Environ(), agentTokenEnv+"=s3cret")
+	cmd.Env = append(os.Environ(), agentTokenEnv+"=s3cret-0123456789abcdef")
 	logs := &lockedBuffer{}
 	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
@@ -284,7 +284,7 @@ func TestAgentCmd_BootstrapsAndHeals(t *testing.T) {
 		}
 		stopServices(t, dir)
 	})
-	c := agentapi.NewClient(listen, "s3cret", nil)
+	c := agentapi.NewClient(listen, "s3cret-0123456789abcdef", nil)
 	ctx := context.Background()
 	wait := func(what string, cond func(agentapi.Status) bool) agentapi.Status {
 		t.Helper()

@@ -12,6 +12,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
+	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/timing"
 )
@@ -37,7 +38,14 @@ numbers (docs/check.md explains the model):
   watchdog-patience  (failures_before_heal − 1) × watchdog.interval ≥ drain.max
   check-timeout      timeout < interval, and the ALB's ranges when kind is alb
   drain-budget       pre_stop + serve_period + shutdown_timeout ≤ drain.max
-  capacity           hosts − deploy.batch_size ≥ 1: a batch leaves a host serving
+  capacity           hosts − deploy.batch_size ≥ deploy.min_in_service (default
+                     1; "50%" of the hosts rounded up): a batch leaves enough
+                     hosts serving — the same rule the deploy checks live
+                     against the load balancer before each batch
+
+When the fleet names deploy.compose, check also resolves it for every host
+and refuses (exit 2) a deploy.verify or deploy.target_services entry that
+names no service of it.
 
 Each line shows ✓ (holds), ! (marginal: holds by the expected numbers but not
 by a conservative bound; printed, not failed) or ✗ (fails), the relation with
@@ -127,6 +135,14 @@ documented default and the output says so.
 					return err
 				}
 				return withCode(exitBadUse, err)
+			}
+			// The deploy's own preflight of deploy.compose (it exists, it
+			// resolves for every host, deploy.verify and target_services
+			// name its services), when the fleet names one.
+			if l.Deploy.Compose != "" {
+				if err := deploy.CheckCompose(cmd.Context(), l); err != nil {
+					return withCode(exitBadUse, err)
+				}
 			}
 			rep := timing.Check(l.Config)
 			out := cmd.OutOrStdout()

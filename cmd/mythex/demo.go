@@ -48,18 +48,28 @@ stats socket, driven through HAProxy's Runtime API (docs/haproxy.md).
 against the embedded load balancer's ELBv2 endpoint, as it would against an AWS ALB
 target group, with a scaled propagation grace; each deploy reports its ELBv2 calls.
 
+--fault NAME runs the deploy with one fault injected, under the same load,
+waits for the fleet to settle and judges it: one version on every host,
+recorded as last known good, verified, healthy and in rotation, and no more
+requests reaching nothing than the fault's bound (the physical cost of the
+fault; every request beyond it is mythex's). The faults:
+
+` + demo.FaultHelp() + `
 Every duration is multiplied by --time-scale so the demo ends in well under a
 minute; the relations between them, which are what matter, stay as they are.
 Ctrl-C stops it and every process it started.
 
-Exit status: 0 when every deploy succeeded and no request reached nothing,
-1 otherwise, 2 for bad flags.`,
+Exit status: 0 when every deploy succeeded and no request reached nothing
+(with --fault: when mythex handled the fault as expected), 1 otherwise, 2
+for bad flags.`,
 		Example: `  go run ./cmd/mythex demo
   go run ./cmd/mythex demo --profile before
   go run ./cmd/mythex demo --lb haproxy
   go run ./cmd/mythex demo --lb alb
   go run ./cmd/mythex demo --runtime docker
-  go run ./cmd/mythex demo --deploys 20 --rate 500 --json | jq '{requests, reached_nothing}'`,
+  go run ./cmd/mythex demo --deploys 20 --rate 500 --json | jq '{requests, reached_nothing}'
+  go run ./cmd/mythex demo --fault late-crash
+  go run ./cmd/mythex demo --fault lb-restart --json | jq '{fault, rolled_back, fleet_version_after, reached_nothing, reached_nothing_bound}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
@@ -77,6 +87,12 @@ Exit status: 0 when every deploy succeeded and no request reached nothing,
 				return usagef("--profile %q: use after or before", o.Profile)
 			case o.LB != demo.LBEmbedded && o.LB != demo.LBHAProxy && o.LB != demo.LBALB:
 				return usagef("--lb %q: use %s, %s or %s (the alb driver through the embedded LB's ELBv2 endpoint)", o.LB, demo.LBEmbedded, demo.LBHAProxy, demo.LBALB)
+			case o.Fault != "" && demo.Faults[o.Fault].Name == "":
+				return usagef("--fault %q: use one of %s", o.Fault, strings.Join(demo.FaultNames(), ", "))
+			case o.Fault != "" && o.Runtime != demo.RuntimeProcess:
+				return usagef("--fault runs on the process runtime only")
+			case o.Fault != "" && cmd.Flags().Changed("deploys") && o.Deploys != 1:
+				return usagef("--fault runs one deploy; leave out --deploys")
 			}
 			var out io.Writer = os.Stdout
 			o.Mode = termui.Plain
@@ -112,6 +128,7 @@ Exit status: 0 when every deploy succeeded and no request reached nothing,
 	fl.BoolVar(&o.Keep, "keep", false, "keep the fleet's directory (config, state, logs) afterwards")
 	fl.StringVar(&o.Runtime, "runtime", demo.RuntimeProcess, "what runs the services: process, or docker (containers on the local Docker engine; a static mythex for the image is built from source when this one is not)")
 	fl.StringVar(&o.LB, "lb", demo.LBEmbedded, "the load balancer: embedded (mythex lb, in this process), haproxy (a real HAProxy, driven through its Runtime API) or alb (the embedded LB driven through the alb driver and its ELBv2 endpoint)")
+	fl.StringVar(&o.Fault, "fault", "", "inject one fault into the deploy: "+strings.Join(demo.FaultNames(), ", "))
 	fl.BoolVar(&asJSON, "json", false, `print {"requests", "reached_nothing", "deploys": [...]} as JSON instead of progress`)
 	return cmd
 }
@@ -167,6 +184,19 @@ func printDemoSummary(w io.Writer, s demo.Summary) {
 			s.Deploys[n-1].Bound.Total().Seconds(), s.Deploys[n-1].Bound.Explain())
 	}
 	fmt.Fprintln(w)
+	if fr := s.FaultReport; fr != nil {
+		after := fr.FleetVersionAfter
+		if after == "" {
+			after = "not settled (" + fr.Unsettled + ")"
+		}
+		mark := "✓"
+		if !fr.OK() {
+			mark = "✗"
+		}
+		fmt.Fprintf(w, "%s fault %s: fleet after: %s (want %s) · rolled back %v · new version reached %s · reached nothing %d of %d requests, bound %d\n",
+			mark, fr.Fault, after, fr.WantVersion, fr.RolledBack, orNone(fr.HostsReached), fr.ReachedNothing, s.Requests, fr.ReachedNothingBound)
+		return
+	}
 	switch {
 	case s.OK():
 		fmt.Fprintf(w, "✓ %d requests during %d deploy(s), zero reached nothing\n", s.Requests, len(s.Deploys))
@@ -179,4 +209,11 @@ func printDemoSummary(w io.Writer, s demo.Summary) {
 	default:
 		fmt.Fprintln(w, "✗ a deploy failed (see above); the fleet was rolled back and kept serving")
 	}
+}
+
+func orNone(hosts []string) string {
+	if len(hosts) == 0 {
+		return "no host"
+	}
+	return strings.Join(hosts, ", ")
 }

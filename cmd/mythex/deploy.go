@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,6 +19,7 @@ import (
 	"github.com/mythex/mythex/internal/definition"
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/runtime/docker"
 	"github.com/mythex/mythex/internal/termui"
 	"github.com/mythex/mythex/internal/timing"
 )
@@ -37,10 +41,13 @@ func newDeployCmd() *cobra.Command {
 		Use:   "deploy -f mythex.yml --version V",
 		Short: "Roll a new version across the fleet, one host at a time, with a drain handshake",
 		Long: `deploy rolls --version across the hosts of mythex.yml in order, deploy.batch_size
-at a time. For each host:
+at a time. Before each batch it looks again at every host already deployed,
+and asks the load balancer whether enough targets outside the batch are
+healthy and in rotation (deploy.min_in_service; it waits, bounded, naming the
+hosts that are out). Then, for each host of the batch:
 
   lease    take the host lease (and with it the host lock the watchdog and
-           the bootstrap share)
+           the bootstrap share); it is held until the whole fleet is verified
   publish  publish the one definition (deploy.compose) at the new version;
            the current one becomes previous, nothing is deleted
   drain    deregister the target and/or flip its health check
@@ -49,20 +56,34 @@ at a time. For each host:
   stop     stop the old services within their stop grace period
   start    start the new services; wait until each answers its health check
   healthy  put the target back; wait until the load balancer reports it healthy
-  verify   check every service of deploy.verify via the agent, and that
-           requests through the load balancer reach the new version
-  release  record the version as last known good; release the lease
+  verify   look twice: every service of deploy.verify must stay up — the same
+           instance, no exit — for deploy.min_healthy_time with the load
+           balancer reporting the target healthy throughout, then answer
+           through the load balancer at the new version
+
+After the last batch every host is verified again (the sweep); only then is
+the new version recorded as each host's last known good (release).
 
 A host failing any step is rolled back to its previous definition (restored
-byte for byte), verified, and the rollout stops; the fleet keeps serving.
-After the last host, every host is verified again.
+byte for byte) and verified. If other hosts were already moved, or a recheck
+or the sweep fails, the whole fleet is rolled back, batch by batch, with the
+same drain handshake and verification. Every load balancer change is fenced
+by the host's lease: a deploy whose lease lapsed (it was frozen, say)
+changes nothing more, and the agents return their hosts to their last good
+version by themselves. Calls to agents and the load balancer that fail for a
+moment (a refused connection) are retried, bounded; every wait prints what
+it waits for at least every 2s. A closed stdout (mythex deploy | head) only
+drops output; Ctrl-C or SIGTERM rolls back what was changed.
 
 Tokens: the agents' from --agent-token-file or $` + agentTokenEnv + `, the load
 balancer's from --lb-token-file, load_balancer.admin_token_file or $` + lbTokenEnv + `.
 
-Exit status: 0 deployed and verified; 1 a host failed (rolled back) or the
-final verification failed; 2 bad input, an unreachable agent or load balancer,
-or another deploy in progress — nothing was changed.`,
+Exit status: 0 deployed and verified; 1 a host failed or the fleet did not
+verify (the message says what was rolled back), or the fleet had too few
+targets in service to start; 2 bad input (the config, a deploy.verify or
+target service missing from deploy.compose, a missing executable or image),
+an unreachable agent or load balancer, or another deploy in progress —
+nothing was changed.`,
 		Example: `  mythex deploy -f examples/local/mythex.yml --version v2
   mythex deploy -f mythex.yml --version "$(git rev-parse --short HEAD)" --json > deploy-events.jsonl`,
 		Args: cobra.NoArgs,
@@ -71,12 +92,20 @@ or another deploy in progress — nothing was changed.`,
 			if err != nil {
 				return err
 			}
+			if !cmd.Flags().Changed("target-service") {
+				f.targetServices = nil // the fleet's deploy.target_services
+			}
+			// Ctrl-C and SIGTERM stop the deploy (which rolls back what it
+			// changed); a closed stdout (SIGPIPE, mythex deploy | head) does
+			// not: output is dropped and the deploy goes on.
+			ctx, stop := signal.NotifyContext(context.WithoutCancel(cmd.Context()), os.Interrupt, syscall.SIGTERM)
+			defer stop()
 			hk := newDeployHooks(cfg, f.version, os.Stderr)
-			if err := hk.pre(cmd.Context()); err != nil {
+			if err := hk.pre(ctx); err != nil {
 				return withCode(exitBadUse, err)
 			}
-			res, err := runDeploy(cmd.Context(), cfg, f, os.Stdout, os.Stderr)
-			hk.after(cmd.Context(), res, err)
+			res, err := runDeploy(ctx, cfg, f, &dropWriter{w: os.Stdout}, os.Stderr)
+			hk.after(ctx, res, err)
 			return deployExit(res, err)
 		},
 	}
@@ -87,7 +116,7 @@ or another deploy in progress — nothing was changed.`,
 	fl.StringVar(&f.agentTokenFile, "agent-token-file", "", "file holding the agents' token (default $"+agentTokenEnv+")")
 	fl.StringVar(&f.lbTokenFile, "lb-token-file", "", "file holding the load balancer's admin token")
 	fl.StringVar(&f.holder, "holder", "", "who deploys, shown in leases (default: deploy V by $USER)")
-	fl.StringSliceVar(&f.targetServices, "target-service", []string{"gateway"}, "services the load balancer routes to (flipped to 503 in health drain mode)")
+	fl.StringSliceVar(&f.targetServices, "target-service", nil, "services the load balancer routes to, flipped to 503 in health drain mode (default deploy.target_services of mythex.yml)")
 	fl.BoolVar(&f.allowDowntime, "allow-downtime", false, "deploy even when a batch takes every host out of rotation (a single host, or deploy.batch_size ≥ hosts)")
 	_ = cmd.MarkFlagRequired("version")
 	return cmd
@@ -99,7 +128,7 @@ func deployExit(res deploy.Result, err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, deploy.ErrPreflight), errors.Is(err, deploy.ErrInProgress),
-		errors.Is(err, fleet.ErrInvalid), isUsageError(err):
+		errors.Is(err, fleet.ErrInvalid), errors.Is(err, definition.ErrInvalid), isUsageError(err):
 		return withCode(exitBadUse, err)
 	default:
 		return withCode(exitFailed, err)
@@ -141,7 +170,7 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 	switch {
 	case f.asJSON:
 		mode = termui.JSON
-	case isTerminal(out):
+	case isTerminal(unwrapDrop(out)):
 		mode = termui.TTY
 	}
 	start := time.Now()
@@ -150,7 +179,11 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 		start = t0
 	}
 	r := termui.NewDeployRendererAt(out, mode, start)
-	o.Holder, o.TargetServices, o.Observer, o.AllowDowntime = holder, f.targetServices, r, f.allowDowntime
+	o.Holder, o.Observer, o.AllowDowntime = holder, r, f.allowDowntime
+	if len(f.targetServices) > 0 {
+		o.TargetServices = f.targetServices
+	}
+	o.ImageExists = localImageExists
 	d, err := deploy.New(o)
 	if err != nil {
 		r.Close()
@@ -193,9 +226,54 @@ func printDeploySummary(w io.Writer, res deploy.Result, err error) {
 		fmt.Fprintf(w, "%-10s %-8s %8.2fs %8.2fs %6s  %s\n", h.Host, result, h.Seconds, h.BoundSeconds, ratio, strings.Join(ph, ", "))
 	}
 	b := res.Bound
-	fmt.Fprintf(w, "bound per host = drain %.2fs + stop %.2fs + start %.2fs + healthy %.2fs: the least any deploy of these numbers can take (%s)\n",
-		b.Drain.Seconds(), b.Stop.Seconds(), b.Start.Seconds(), b.Healthy.Seconds(), b.Explain())
+	fmt.Fprintf(w, "bound per host = drain %.2fs + stop %.2fs + start %.2fs + healthy %.2fs + verify %.2fs: the least any deploy of these numbers can take (%s)\n",
+		b.Drain.Seconds(), b.Stop.Seconds(), b.Start.Seconds(), b.Healthy.Seconds(), b.Verify.Seconds(), b.Explain())
 	if err == nil {
 		fmt.Fprintf(w, "deployed %s to %d hosts in %.2fs, verified on every host\n", res.Version, len(res.Hosts), res.Seconds)
+	} else if len(res.RolledBack) > 0 {
+		fmt.Fprintf(w, "deploy of %s failed; the fleet was rolled back: %s\n", res.Version, strings.Join(res.RolledBack, ", "))
 	}
+}
+
+// dropWriter writes to w until a write fails (a closed pipe), then drops
+// everything: losing the reader must not stop a deploy halfway.
+type dropWriter struct {
+	w      io.Writer
+	mu     sync.Mutex
+	broken bool
+}
+
+func (d *dropWriter) Write(p []byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.broken {
+		return len(p), nil
+	}
+	if _, err := d.w.Write(p); err != nil {
+		d.broken = true
+	}
+	return len(p), nil
+}
+
+// unwrapDrop returns the writer behind a dropWriter.
+func unwrapDrop(w io.Writer) io.Writer {
+	if d, ok := w.(*dropWriter); ok {
+		return d.w
+	}
+	return w
+}
+
+// localImageExists asks the local Docker engine whether it has image; the
+// deploy's preflight calls it for hosts whose agent runs on this machine
+// with the Docker runtime.
+func localImageExists(ctx context.Context, image string) error {
+	cli, err := docker.Connect(ctx, "")
+	if err != nil {
+		return fmt.Errorf("cannot ask the Docker engine: %w", err)
+	}
+	defer cli.Close()
+	if _, err := cli.ImageInspect(ctx, image); err != nil {
+		return fmt.Errorf("the Docker engine does not have it (build or pull it first): %w", err)
+	}
+	return nil
 }

@@ -40,7 +40,7 @@ func TestImageBuildCmd_BadInputExits2(t *testing.T) {
 }
 
 func TestAgentCmd_DockerWithoutEngineExits2(t *testing.T) {
-	t.Setenv(agentTokenEnv, "tok")
+	t.Setenv(agentTokenEnv, "tok-0123456789abcdef")
 	stderr := captureStderr(t, func() {
 		code := run([]string{"agent", "--state-dir", t.TempDir(), "--host", "web-1", "--runtime", "docker", "--docker-host", "unix:///nonexistent/docker.sock"})
 		if code != exitBadUse {

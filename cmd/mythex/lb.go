@@ -56,17 +56,17 @@ AWS CLI (--endpoint-url) can drive it. --elbv2-throttle N answers only N calls p
 
 State changes are logged; requests are not. SIGINT or SIGTERM shut it down cleanly.`,
 		Example: `  # run the LB of the seed fleet, token from the environment
-  MYTHEX_LB_TOKEN=s3cret mythex lb -f examples/seed/after.yml
+  MYTHEX_LB_TOKEN=$(openssl rand -hex 32) mythex lb -f examples/seed/after.yml
 
   # other addresses, token from a file, JSON logs
   mythex lb -f mythex.yml --listen 127.0.0.1:8080 --admin-listen 127.0.0.1:8079 \
       --token-file /etc/mythex/lb.token --log-format json
 
   # watch the targets
-  curl -H "Authorization: Bearer s3cret" http://127.0.0.1:9079/v1/targets
+  curl -H "Authorization: Bearer $MYTHEX_LB_TOKEN" http://127.0.0.1:9079/v1/targets
 
   # also answer the ELBv2 API, and ask it with the AWS CLI
-  MYTHEX_LB_TOKEN=s3cret MYTHEX_LB_AWS_ACCESS_KEY_ID=AKIAEXAMPLE MYTHEX_LB_AWS_SECRET_ACCESS_KEY=secret \
+  MYTHEX_LB_TOKEN=$(openssl rand -hex 32) MYTHEX_LB_AWS_ACCESS_KEY_ID=AKIAEXAMPLE MYTHEX_LB_AWS_SECRET_ACCESS_KEY=secret \
       mythex lb -f mythex.yml
   AWS_ACCESS_KEY_ID=AKIAEXAMPLE AWS_SECRET_ACCESS_KEY=secret aws elbv2 describe-target-health \
       --region us-east-1 --endpoint-url http://127.0.0.1:8079 \
@@ -110,10 +110,10 @@ State changes are logged; requests are not. SIGINT or SIGTERM shut it down clean
 					tokenFile = filepath.Join(cfg.Dir(), tokenFile)
 				}
 			}
-			token, err := auth.LoadToken(tokenFile, lbTokenEnv)
+			token, err := auth.LoadAdminToken(tokenFile, lbTokenEnv, "--token-file or load_balancer.admin_token_file")
 			if err != nil {
-				if errors.Is(err, auth.ErrNoToken) {
-					return usagef("the admin API needs a bearer token: %v", err)
+				if errors.Is(err, auth.ErrNoToken) || errors.Is(err, auth.ErrShortToken) {
+					return usagef("the admin API needs a bearer token of at least %d bytes: %v", auth.MinTokenBytes, err)
 				}
 				return withCode(exitBadUse, err)
 			}

@@ -79,15 +79,15 @@ func TestLBCmd_BadInputExits2(t *testing.T) {
 		token   string
 		wantErr string
 	}{
-		{"timeout not below interval", []string{"lb", "-f", timeoutAboveInterval(t)}, "tok", "load_balancer.health_check.timeout"},
-		{"unknown algorithm", []string{"lb", "-f", good, "--algorithm", "random"}, "tok", "load_balancer.algorithm"},
+		{"timeout not below interval", []string{"lb", "-f", timeoutAboveInterval(t)}, "tok-0123456789abcdef", "load_balancer.health_check.timeout"},
+		{"unknown algorithm", []string{"lb", "-f", good, "--algorithm", "random"}, "tok-0123456789abcdef", "load_balancer.algorithm"},
 		{"no token", []string{"lb", "-f", good}, "", "needs a bearer token"},
-		{"admin beyond loopback", []string{"lb", "-f", good, "--admin-listen", "0.0.0.0:9079"}, "tok", "--admin-allow-remote"},
-		{"bad log format", []string{"lb", "-f", good, "--log-format", "xml"}, "tok", "--log-format"},
-		{"not the embedded kind", []string{"lb", "-f", lbConfig(t, "127.0.0.1:9101", "127.0.0.1:9080", "127.0.0.1:9079", "  kind: haproxy\n")}, "tok", "embedded"},
-		{"alb stand-in without a key pair", []string{"lb", "-f", lbConfig(t, "127.0.0.1:9101", "127.0.0.1:9080", "127.0.0.1:9079", "  kind: alb\n")}, "tok", elbv2KeyIDEnv},
-		{"negative ELBv2 throttle", []string{"lb", "-f", good, "--elbv2-throttle", "-1"}, "tok", "--elbv2-throttle"},
-		{"unreadable ELBv2 key file", []string{"lb", "-f", good, "--elbv2-key-file", "/nonexistent/key"}, "tok", "--elbv2-key-file"},
+		{"admin beyond loopback", []string{"lb", "-f", good, "--admin-listen", "0.0.0.0:9079"}, "tok-0123456789abcdef", "--admin-allow-remote"},
+		{"bad log format", []string{"lb", "-f", good, "--log-format", "xml"}, "tok-0123456789abcdef", "--log-format"},
+		{"not the embedded kind", []string{"lb", "-f", lbConfig(t, "127.0.0.1:9101", "127.0.0.1:9080", "127.0.0.1:9079", "  kind: haproxy\n")}, "tok-0123456789abcdef", "embedded"},
+		{"alb stand-in without a key pair", []string{"lb", "-f", lbConfig(t, "127.0.0.1:9101", "127.0.0.1:9080", "127.0.0.1:9079", "  kind: alb\n")}, "tok-0123456789abcdef", elbv2KeyIDEnv},
+		{"negative ELBv2 throttle", []string{"lb", "-f", good, "--elbv2-throttle", "-1"}, "tok-0123456789abcdef", "--elbv2-throttle"},
+		{"unreadable ELBv2 key file", []string{"lb", "-f", good, "--elbv2-key-file", "/nonexistent/key"}, "tok-0123456789abcdef", "--elbv2-key-file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -150,7 +150,7 @@ func TestLBCmd_ServesRegistersAndStops(t *testing.T) {
 	t.Cleanup(backend.Close)
 	listen, admin := freeAddr(t), freeAddr(t)
 	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokenFile, []byte("s3cret-0123456789abcdef\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg := lbConfig(t, strings.TrimPrefix(backend.URL, "http://"), listen, admin, "")
@@ -164,7 +164,7 @@ func TestLBCmd_ServesRegistersAndStops(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
 
-	c := lbapi.NewClient(admin, "s3cret", nil)
+	c := lbapi.NewClient(admin, "s3cret-0123456789abcdef", nil)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		st, err := c.Target(ctx, "web-1")
@@ -219,7 +219,7 @@ func TestLBCmd_SIGTERMStopsTheProcessCleanly(t *testing.T) {
 	listen, admin := freeAddr(t), freeAddr(t)
 	cfg := lbConfig(t, strings.TrimPrefix(backend.URL, "http://"), listen, admin, "")
 	cmd := exec.Command(bin, "lb", "-f", cfg)
-	cmd.Env = append(os.Environ(), lbTokenEnv+"=s3cret")
+	cmd.Env = append(os.Environ(), lbTokenEnv+"=s3cret-0123456789abcdef")
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
@@ -233,7 +233,7 @@ func TestLBCmd_SIGTERMStopsTheProcessCleanly(t *testing.T) {
 			<-exited
 		}
 	})
-	c := lbapi.NewClient(admin, "s3cret", nil)
+	c := lbapi.NewClient(admin, "s3cret-0123456789abcdef", nil)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		st, err := c.Target(context.Background(), "web-1")

@@ -21,6 +21,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/definition"
 	"github.com/mythex/mythex/internal/hostlock"
 	"github.com/mythex/mythex/internal/lbport"
@@ -66,6 +67,15 @@ type Config struct {
 	StartTimeout time.Duration
 	// Registry receives the agent's Prometheus metrics. Default: a new one.
 	Registry *prometheus.Registry
+	// KeepLeasesOnDisk makes this Agent leave the leases a previous agent
+	// left in StateDir alone: neither resumed nor recovered. For `mythex
+	// agent bootstrap`, which runs before the agent and has no load
+	// balancer to put a recovered host back into: the agent resumes them
+	// when it starts.
+	KeepLeasesOnDisk bool
+	// BootClock measures how long the agent was gone, for the lease it
+	// resumes after a restart. Default: LinuxBootClock.
+	BootClock BootClock
 	// Watchdog is the policy of the host's watchdog (interval W, failures
 	// before heal K; zero fields take their defaults); nil runs no watchdog.
 	// The watchdog heals crashed services from the current definition and
@@ -90,6 +100,9 @@ type Agent struct {
 	watchdog *watchdog.Watchdog
 	// hist is the host's deploy history.
 	hist historyStore
+
+	recMu        sync.Mutex
+	lastRecovery *agentapi.Recovery
 
 	// opMu serialises the operations that change what runs.
 	opMu sync.Mutex
@@ -139,21 +152,67 @@ func New(cfg Config) (*Agent, error) {
 		ctx:      ctx, cancel: cancel,
 	}
 	a.metrics = newMetrics(cfg.Registry)
-	a.hostLease = &leaseKeeper{clock: a.clock, log: a.log, lock: a.lock, kind: "host", onExpire: a.recover}
-	a.fleetLease = &leaseKeeper{clock: a.clock, log: a.log, kind: "fleet"}
+	if cfg.BootClock == nil {
+		cfg.BootClock = LinuxBootClock{}
+		a.cfg.BootClock = cfg.BootClock
+	}
+	a.hostLease = &leaseKeeper{
+		clock: a.clock, log: a.log, lock: a.lock, kind: "host",
+		onExpire: func(rec leaseRecord) error {
+			return a.recover(rec.Lease, rec.Restore, rec.EndReason, rec.Step)
+		},
+		store:     leaseStoreIn(cfg.StateDir, hostLeaseFile, cfg.BootClock),
+		restoreOf: a.restoreTargetNow,
+		halfDone:  a.halfDeployed,
+		spawn:     func(f func()) { a.wg.Go(f) },
+	}
+	a.fleetLease = &leaseKeeper{clock: a.clock, log: a.log, kind: "fleet", store: leaseStoreIn(cfg.StateDir, fleetLeaseFile, cfg.BootClock)}
+	// The leases of the agent that ran before come back before the watchdog
+	// starts: a host left half deployed stays locked until it is recovered.
+	if cfg.KeepLeasesOnDisk {
+		a.hostLease.store, a.fleetLease.store = leaseStore{}, leaseStore{}
+	} else if err := a.resumeLeases(); err != nil {
+		cancel()
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	if cfg.Watchdog != nil {
 		w, err := watchdog.New(watchdog.Config{
-			Definitions: store, Runtime: cfg.Runtime, Lock: a.lock, StateDir: cfg.StateDir,
+			Definitions: healable{a}, Runtime: cfg.Runtime, Lock: a.lock, StateDir: cfg.StateDir,
 			Policy: *cfg.Watchdog, Clock: cfg.Clock, Logger: a.log, Registry: cfg.Registry,
 		})
 		if err != nil {
 			cancel()
+			a.hostLease.shutdown()
+			a.fleetLease.shutdown()
 			return nil, fmt.Errorf("agent: %w", err)
 		}
 		a.watchdog = w
 		w.Start()
 	}
 	return a, nil
+}
+
+// resumeLeases picks up the host and fleet leases a previous agent left; a
+// host lease that ran out meanwhile is recovered in the background, with the
+// host lock held from now on.
+func (a *Agent) resumeLeases() error {
+	bootID, since, err := a.cfg.BootClock.Boot()
+	if err != nil {
+		a.log.Warn("no boot clock; a resumed lease is timed on the wall clock", "err", err)
+		bootID, since = "", 0
+	}
+	if _, err := a.fleetLease.resume(bootID, since); err != nil {
+		a.log.Error("fleet lease not resumed", "err", err)
+	}
+	due, err := a.hostLease.resume(bootID, since)
+	if err != nil {
+		return err
+	}
+	if due != nil {
+		rec := *due
+		a.wg.Go(func() { _ = a.hostLease.recoverAndUnlock(rec) })
+	}
+	return nil
 }
 
 // definitionDir is where the definition store lives in a state directory.
@@ -168,13 +227,17 @@ func (a *Agent) Lock() *hostlock.Lock { return a.lock }
 // Watchdog returns the host's watchdog; nil when the agent runs none.
 func (a *Agent) Watchdog() *watchdog.Watchdog { return a.watchdog }
 
-// Close stops the agent's background work. Services keep running.
+// Close stops the agent's background work. Services keep running, and a
+// held lease stays on disk for the next agent on the state directory.
 func (a *Agent) Close() error {
 	if a.watchdog != nil {
 		_ = a.watchdog.Close()
 	}
 	a.cancel()
 	a.wg.Wait()
+	// The leases stay on disk: the next agent resumes them.
+	a.hostLease.shutdown()
+	a.fleetLease.shutdown()
 	a.closeHistory()
 	return nil
 }

@@ -67,6 +67,7 @@ services:
 `
 
 type testHost struct {
+	cfg    Config
 	agent  *Agent
 	client *agentapi.Client
 	srv    *httptest.Server
@@ -158,7 +159,7 @@ func newTestHost(t *testing.T, opts ...func(*Config)) *testHost {
 		rt.Close()
 	})
 	return &testHost{
-		agent: a, client: agentapi.NewClient(srv.URL, testToken, nil), srv: srv, dir: dir, reg: reg, gwPort: gwPort,
+		cfg: cfg, agent: a, client: agentapi.NewClient(srv.URL, testToken, nil), srv: srv, dir: dir, reg: reg, gwPort: gwPort,
 		def: func(version string, vars map[string]string) []byte {
 			d, err := definition.Resolve(context.Background(), definition.Input{ComposeFile: compose, Version: version, Host: "web-1", Vars: vars})
 			if err != nil {
@@ -337,7 +338,9 @@ func TestAgent_ExpiredLeaseReturnsHostToLastGood(t *testing.T) {
 
 	// A deploy that dies mid-drain: it published v2 and flipped the gateway,
 	// then never renewed its lease.
-	l, err := h.client.AcquireLease(ctx, false, "dying deploy", 500*time.Millisecond)
+	// 3s: its publish and drain must fit in it on a loaded machine (each
+	// step is written to disk before it runs).
+	l, err := h.client.AcquireLease(ctx, false, "dying deploy", 3*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

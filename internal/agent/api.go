@@ -35,6 +35,7 @@ func (a *Agent) Handler(token string) http.Handler {
 		mux.HandleFunc("PUT "+path, a.handleRenew(k))
 		mux.HandleFunc("DELETE "+path, a.handleRelease(k))
 	}
+	mux.HandleFunc("POST "+agentapi.PathLeaseBreak, a.handleBreak)
 	mux.HandleFunc("PUT "+agentapi.PathDefinition, a.leased("publish", func(r *http.Request) (any, error) {
 		b, err := io.ReadAll(io.LimitReader(r.Body, maxDefinitionBytes+1))
 		if err != nil {
@@ -89,11 +90,17 @@ func (a *Agent) leased(op string, fn func(*http.Request) (any, error)) http.Hand
 			writeErr(w, err)
 			return
 		}
+		// The step is on disk before it starts: an agent killed halfway
+		// knows, after its restart, what the deploy was doing.
+		a.hostLease.setStep(op, stepRunning)
 		out, err := fn(r)
 		a.metrics.op(op, err)
+		state := stepDone
 		if err != nil {
+			state = stepFailed
 			a.log.Warn("operation failed", "op", op, "err", err)
 		}
+		a.hostLease.setStep(op, state)
 		respond(w, out, err)
 	}
 }
@@ -142,16 +149,64 @@ func (a *Agent) handleRelease(k *leaseKeeper) http.HandlerFunc {
 	}
 }
 
+// Steps' states in a lease (agentapi.Lease.StepState).
+const (
+	stepRunning = "running"
+	stepDone    = "done"
+	stepFailed  = "failed"
+)
+
+func (a *Agent) handleBreak(w http.ResponseWriter, r *http.Request) {
+	var req agentapi.LeaseBreakRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	k := a.hostLease
+	if req.Fleet {
+		k = a.fleetLease
+	}
+	broken, recErr, err := k.breakLease(req.Force, req.By)
+	a.metrics.op("lease-break", err)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	rep := agentapi.LeaseBreakReport{Broken: wireLease(broken)}
+	if !req.Fleet {
+		rep.Recovery = a.recovery()
+		if recErr != nil && rep.Recovery == nil {
+			rep.Recovery = &agentapi.Recovery{State: agentapi.RecoveryFailed, Holder: broken.Holder, Error: recErr.Error()}
+		}
+	}
+	respond(w, rep, nil)
+}
+
 func parseTTL(s string) (time.Duration, error) {
 	ttl, err := time.ParseDuration(s)
-	if err != nil || ttl <= 0 {
-		return 0, fmt.Errorf("%w: ttl %q must be a positive Go duration like 30s", ErrInvalid, s)
+	if err != nil || ttl <= 0 || ttl > MaxLeaseTTL {
+		return 0, fmt.Errorf("%w: ttl %q must be a Go duration more than 0 and at most %v, like 30s", ErrInvalid, s, MaxLeaseTTL)
 	}
 	return ttl, nil
 }
 
 func wireLease(l Lease) agentapi.Lease {
 	return agentapi.Lease{ID: l.ID, Holder: l.Holder, Acquired: l.Acquired, Expires: l.Expires}
+}
+
+// wireLeaseRecord is a lease with its bookkeeping, for status.
+func wireLeaseRecord(r leaseRecord) agentapi.Lease {
+	l := wireLease(r.Lease)
+	l.TTL = r.TTL.String()
+	if !r.Renewed.IsZero() {
+		t := r.Renewed
+		l.Renewed = &t
+	}
+	l.Step, l.StepState = r.Step, r.StepState
+	if r.Restore != nil {
+		l.Restore = &agentapi.DefinitionRef{Version: r.Restore.Version, Hash: r.Restore.Hash}
+	}
+	return l
 }
 
 func decodeBody(r *http.Request, v any) error {
@@ -183,7 +238,7 @@ func respond(w http.ResponseWriter, out any, err error) {
 func writeErr(w http.ResponseWriter, err error) {
 	code := http.StatusInternalServerError
 	switch {
-	case errors.Is(err, ErrLeaseHeld):
+	case errors.Is(err, ErrLeaseHeld), errors.Is(err, ErrLeaseRenewed):
 		code = http.StatusConflict
 	case errors.Is(err, ErrNoLease):
 		code = http.StatusPreconditionFailed

@@ -22,6 +22,12 @@ const BootstrapHolder = "bootstrap"
 // bootstrapPoll is how often Bootstrap tries the host lock while it is held.
 const bootstrapPoll = 50 * time.Millisecond
 
+// ErrHalfDeployed: Bootstrap found the current definition left half deployed
+// by a deploy (it never ran whole on this host): it starts nothing, and
+// leaves the host to the agent, which resumes the deploy's lease and
+// recovers the host when the lease runs out.
+var ErrHalfDeployed = errors.New("the current definition was left half deployed by a deploy")
+
 // Bootstrap makes the current definition run, as a server does at boot: it
 // takes the host lock — waiting while a deploy lease, a watchdog round or a
 // recovery holds it, until ctx ends — starts every service of the current
@@ -29,7 +35,8 @@ const bootstrapPoll = 50 * time.Millisecond
 // answers its health check (Config.StartTimeout), and releases the lock.
 // Services already running the current spec are left alone. It never writes
 // the definition. Errors: ErrNothingPublished when the host has no
-// definition yet; ctx's error, wrapped with the lock's holder, when the lock
+// definition yet; ErrHalfDeployed when a deploy left it half deployed (the
+// agent recovers it); ctx's error, wrapped with the lock's holder, when the lock
 // stayed held; a service that exits or does not turn healthy in time.
 func (a *Agent) Bootstrap(ctx context.Context) (agentapi.StartReport, error) {
 	if err := a.lock.Lock(ctx, BootstrapHolder, bootstrapPoll); err != nil {
@@ -48,6 +55,9 @@ func (a *Agent) Bootstrap(ctx context.Context) (agentapi.StartReport, error) {
 	}
 	if err != nil {
 		return agentapi.StartReport{}, fmt.Errorf("bootstrap: %w", err)
+	}
+	if a.halfDeployed() {
+		return agentapi.StartReport{}, fmt.Errorf("bootstrap %s: %w (it never ran whole on this host): starting nothing; the agent returns the host to its last good definition when the deploy's lease runs out", d.Version, ErrHalfDeployed)
 	}
 	a.log.Info("bootstrap: making the current definition run", "version", d.Version, "services", len(d.Services))
 	rep, err := a.startDef(ctx, d)

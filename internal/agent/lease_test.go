@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -19,7 +20,13 @@ func newTestKeeper(t *testing.T, onExpire func(Lease)) (*leaseKeeper, *clockwork
 	clock := clockwork.NewFakeClock()
 	return &leaseKeeper{
 		clock: clock, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		lock: hostlock.New(dir), onExpire: onExpire, kind: "host",
+		lock: hostlock.New(dir), kind: "host",
+		onExpire: func(r leaseRecord) error {
+			if onExpire != nil {
+				onExpire(r.Lease)
+			}
+			return nil
+		},
 	}, clock, dir
 }
 
@@ -146,5 +153,40 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// A recovery that fails is tried again, with backoff, until it succeeds; a
+// new lease stops the retries (its deploy owns the host).
+func TestLeaseKeeper_FailedRecoveryIsRetried(t *testing.T) {
+	var calls atomic.Int32
+	k, clock, dir := newTestKeeper(t, nil)
+	k.onExpire = func(leaseRecord) error {
+		if calls.Add(1) < 3 {
+			return errors.New("load balancer unreachable")
+		}
+		return nil
+	}
+	k.store = leaseStoreIn(dir, hostLeaseFile, nil)
+	if _, err := k.acquire("dying deploy", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	waitFor(t, func() bool { return calls.Load() == 1 && hostlock.Holder(dir) == "" }, "the first recovery")
+	rec, ok, err := k.store.read()
+	if err != nil || !ok || !rec.Expired || rec.RecoveryError == "" {
+		t.Fatalf("lease file after a failed recovery = %+v, %v, %v; want expired with the error", rec, ok, err)
+	}
+	_ = clock.BlockUntilContext(context.Background(), 1)
+	clock.Advance(recoveryRetryMin)
+	waitFor(t, func() bool { return calls.Load() == 2 }, "the first retry")
+	waitFor(t, func() bool { return hostlock.Holder(dir) == "" }, "the lock free after the retry")
+	_ = clock.BlockUntilContext(context.Background(), 1)
+	clock.Advance(2 * recoveryRetryMin)
+	waitFor(t, func() bool { return calls.Load() == 3 }, "the second retry")
+	waitFor(t, func() bool { _, ok, _ := k.store.read(); return !ok }, "the lease file gone after the recovery succeeded")
+	clock.Advance(time.Hour)
+	if n := calls.Load(); n != 3 {
+		t.Errorf("recovery ran %d times, want 3", n)
 	}
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/definition"
-	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/runtime"
 )
 
@@ -37,7 +36,9 @@ func (a *Agent) Publish(ctx context.Context, data []byte) (agentapi.PublishRepor
 	if d.Host != "" && d.Host != a.cfg.Host {
 		return agentapi.PublishReport{}, fmt.Errorf("%w: definition was resolved for host %q, this is %q", ErrInvalid, d.Host, a.cfg.Host)
 	}
-	changed, err := a.store.Publish(d)
+	// Pending until a start verifies it: a deploy that dies before leaves a
+	// host known to be half deployed.
+	changed, err := a.store.PublishPending(d)
 	if err != nil {
 		return agentapi.PublishReport{}, err
 	}
@@ -225,6 +226,10 @@ func (a *Agent) startDef(ctx context.Context, d *definition.Definition) (agentap
 	for _, svc := range d.Services {
 		rep.Services = append(rep.Services, agentapi.StartResult{Name: svc.Name, Seconds: ready[svc.Name]})
 	}
+	// Only now may the watchdog heal this definition: it ran whole here.
+	if err := a.store.MarkVerified(d.Hash); err != nil && !errors.Is(err, definition.ErrNotCurrent) {
+		return rep, fmt.Errorf("%s started, but recording that it runs whole failed: %w", d.Version, err)
+	}
 	a.log.Info("services started", "version", d.Version, "services", len(d.Services), "took", a.clock.Since(begin))
 	return rep, nil
 }
@@ -345,7 +350,14 @@ func (a *Agent) Rollback(ctx context.Context) (agentapi.StartReport, error) {
 		return agentapi.StartReport{}, err
 	}
 	a.log.Warn("rolled back", "to_version", d.Version, "hash", d.Hash)
-	return a.startDef(ctx, d)
+	rep, err := a.startDef(ctx, d)
+	if err != nil {
+		return rep, err
+	}
+	rep.Version = d.Version
+	rs := a.restoreStatus(ctx)
+	rep.Restored = rs.Restored
+	return rep, nil
 }
 
 // MarkGood records the current definition as the host's last known good.
@@ -385,74 +397,4 @@ func (a *Agent) prune(ctx context.Context) {
 	if len(ids) > 0 {
 		a.log.Info("pruned old stopped instances", "ids", ids)
 	}
-}
-
-// recover runs when a deploy's host lease expires, with the host lock held:
-// it returns the host to its last known good definition, running, and puts it
-// back into the load balancer.
-func (a *Agent) recover(l Lease) {
-	a.metrics.recoveries.Inc()
-	ctx, cancel := context.WithTimeout(a.ctx, 10*time.Minute)
-	defer cancel()
-	a.opMu.Lock()
-	err := a.restoreLastGood(ctx)
-	a.opMu.Unlock()
-	if err != nil {
-		a.log.Error("recovery after expired lease failed; the host needs attention", "holder", l.Holder, "err", err)
-		return
-	}
-	if rc := a.cfg.Recovery; rc.LB != nil {
-		if err := rc.LB.Register(ctx, lbport.TargetRef{ID: rc.TargetID, Address: rc.TargetAddress}); err != nil {
-			a.log.Error("recovery: could not put the target back into the load balancer", "target", rc.TargetID, "err", err)
-			return
-		}
-		a.log.Info("recovery: target registered with the load balancer again", "target", rc.TargetID)
-	}
-}
-
-func (a *Agent) restoreLastGood(ctx context.Context) error {
-	refs, err := a.store.Refs()
-	if err != nil {
-		return err
-	}
-	if refs.LastGood == "" {
-		// Nothing was ever verified here: keep the current definition running.
-		d, err := a.store.Current()
-		if err != nil {
-			return fmt.Errorf("no last good and no current definition: %w", err)
-		}
-		a.log.Warn("recovery: no last good definition; making sure the current one runs", "version", d.Version)
-		_, err = a.startDef(ctx, d)
-		return err
-	}
-	if refs.Current != refs.LastGood {
-		if _, err := a.stopAll(ctx); err != nil {
-			return err
-		}
-		if refs.Previous == refs.LastGood {
-			if _, err := a.store.Rollback(); err != nil {
-				return err
-			}
-		} else {
-			lg, err := a.store.LastGood()
-			if err != nil {
-				return err
-			}
-			if _, err := a.store.Publish(lg); err != nil {
-				return err
-			}
-		}
-	}
-	if err := a.finishDrains(ctx); err != nil {
-		return err
-	}
-	d, err := a.store.Current()
-	if err != nil {
-		return err
-	}
-	a.log.Warn("recovery: returning the host to its last good definition", "version", d.Version, "hash", d.Hash)
-	// Whatever a half-finished deploy left running (drained, stopped, a new
-	// version) is replaced by the last good spec.
-	_, err = a.startDef(ctx, d)
-	return err
 }

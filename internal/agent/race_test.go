@@ -291,6 +291,11 @@ type raceHost struct {
 	mu      sync.Mutex
 	writes  []window // spans in which deploy steps may write the store
 	version int
+	// recovering is the open span of a recovery (after a dying deploy, or
+	// a release that left the host half deployed): a failed recovery is
+	// retried until the next lease is taken, so it may write the store
+	// until then.
+	recovering *window
 }
 
 func (h *raceHost) definition(version string) []byte {
@@ -352,29 +357,20 @@ func (h *raceHost) deploy(ctx context.Context, dying bool) {
 		var err error
 		l, err = h.client.AcquireLease(ctx, false, "race deploy "+v, ttl)
 		if err == nil {
+			h.closeRecovery()
 			break
 		}
 		if !errors.Is(err, agentapi.ErrLeaseHeld) || ctx.Err() != nil {
-			h.t.Errorf("acquire lease for %s: %v", v, err)
+			st, _ := h.agent.Status(context.Background())
+			h.t.Errorf("acquire lease for %s: %v (lock %q, lease %+v, recovery %+v, restore %+v)", v, err, st.LockHolder, st.Lease, st.Recovery, st.Restore)
 			return
 		}
 		time.Sleep(time.Millisecond)
 	}
 	if dying {
-		// Its recovery may write the store any time from now until the
-		// lease is gone and the lock released.
-		from := time.Now()
-		defer func() {
-			for ctx.Err() == nil {
-				if st, err := h.client.Status(ctx); err == nil && st.Lease == nil && st.LockHolder != "deploy: race deploy "+v {
-					break
-				}
-				time.Sleep(time.Millisecond)
-			}
-			h.mu.Lock()
-			h.writes = append(h.writes, window{from, time.Now(), "recovery of " + v})
-			h.mu.Unlock()
-		}()
+		// Its recovery (and the retries of a failed one) may write the
+		// store any time from now until the next lease is taken.
+		h.openRecovery("recovery of " + v)
 	}
 	// A dying deploy's lease may run out before it gets this far: then the
 	// agent refuses its steps (ErrNoLease), which is the point.
@@ -402,14 +398,44 @@ func (h *raceHost) deploy(ctx context.Context, dying bool) {
 		return
 	}
 	h.pause()
-	if _, err := h.client.Start(ctx, l.ID); err != nil {
+	// Start writes the store too: it records the definition as verified on
+	// this host once every service answers its health check.
+	if err := h.writing("start "+v, func() error { _, err := h.client.Start(ctx, l.ID); return err }); err != nil {
 		// The chaos crashed a service mid-start: roll the host back.
 		_ = h.writing("rollback "+v, func() error { _, err := h.client.Rollback(ctx, l.ID); return err })
 	} else if rep, err := h.client.Verify(ctx, nil, v); err == nil && rep.OK {
 		_ = h.writing("mark good "+v, func() error { return h.client.MarkGood(ctx, l.ID) })
 	}
+	// A release that leaves the host half deployed (the rollback failed too)
+	// makes the agent recover the host, as after a dying deploy.
+	if h.agent.halfDeployed() {
+		h.openRecovery("recovery after the release of " + v)
+	}
 	if err := h.client.ReleaseLease(ctx, false, l.ID); err != nil {
 		h.t.Errorf("release: %v", err)
+	}
+}
+
+// openRecovery opens a span in which the agent may write the store on its
+// own (a recovery and its retries), unless one is open already.
+func (h *raceHost) openRecovery(what string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.recovering == nil {
+		h.recovering = &window{from: time.Now(), what: what}
+	}
+}
+
+// closeRecovery ends the open recovery span, once a new lease is taken (a
+// lease stops the retries) or the test is over.
+func (h *raceHost) closeRecovery() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.recovering != nil {
+		w := *h.recovering
+		w.to = time.Now()
+		h.writes = append(h.writes, w)
+		h.recovering = nil
 	}
 }
 
@@ -535,6 +561,7 @@ func raceOnce(t *testing.T, seed uint64) (watchdogActs, deployActs int) {
 	// Close the watchdog before the last look, so that nothing acts after it.
 	_ = h.agent.watchdog.Close()
 	changes := refs.close()
+	h.closeRecovery()
 
 	for _, v := range h.rt.violations() {
 		t.Errorf("seed %d: %s", seed, v)

@@ -37,14 +37,17 @@ func (a *Agent) Status(ctx context.Context) (agentapi.Status, error) {
 		st.Services = append(st.Services, wireService(s))
 	}
 	st.LockHolder = hostlock.Holder(a.cfg.StateDir)
-	if l, ok := a.hostLease.current(); ok {
-		wl := wireLease(l)
+	if l, ok := a.hostLease.currentRecord(); ok {
+		wl := wireLeaseRecord(l)
 		st.Lease = &wl
 	}
-	if l, ok := a.fleetLease.current(); ok {
-		wl := wireLease(l)
+	if l, ok := a.fleetLease.currentRecord(); ok {
+		wl := wireLeaseRecord(l)
 		st.FleetLease = &wl
 	}
+	rs := a.restoreStatus(ctx)
+	st.Restore = &rs
+	st.Recovery = a.recovery()
 	if a.watchdog != nil {
 		ws := wireWatchdog(a.watchdog.Status())
 		st.Watchdog = &ws
@@ -63,6 +66,10 @@ func wireService(s runtime.ServiceStatus) agentapi.ServiceStatus {
 	if !s.StartedAt.IsZero() {
 		t := s.StartedAt
 		out.StartedAt = &t
+	}
+	if !s.FinishedAt.IsZero() {
+		t := s.FinishedAt
+		out.FinishedAt = &t
 	}
 	if !s.Running() && !s.FinishedAt.IsZero() {
 		c := s.ExitCode

@@ -82,7 +82,7 @@ func (c *Client) do(ctx context.Context, method, path, lease string, in, out any
 		if ctx.Err() != nil {
 			return fmt.Errorf("agent %s %s: %w", method, c.base+path, ctx.Err())
 		}
-		return fmt.Errorf("%w: %s %s: %v", ErrUnreachable, method, c.base+path, err)
+		return fmt.Errorf("%w: %s %s: %w", ErrUnreachable, method, c.base+path, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
@@ -150,6 +150,31 @@ func (c *Client) RenewLease(ctx context.Context, fleet bool, id string, ttl time
 // ReleaseLease ends lease id.
 func (c *Client) ReleaseLease(ctx context.Context, fleet bool, id string) error {
 	return c.do(ctx, http.MethodDelete, leasePath(fleet), id, nil, nil)
+}
+
+// BreakLease ends the host lease (fleet false) or the fleet lease now, as if
+// it had expired; for the host lease the agent's recovery runs before it
+// answers. ErrLeaseHeld (409) while the holder still renews it and force is
+// false; ErrNoLease when none is held.
+func (c *Client) BreakLease(ctx context.Context, fleet, force bool, by string) (LeaseBreakReport, error) {
+	var r LeaseBreakReport
+	err := c.do(ctx, http.MethodPost, PathLeaseBreak, "", LeaseBreakRequest{Fleet: fleet, Force: force, By: by}, &r)
+	return r, err
+}
+
+// Restored asks the agent whether its host is whole (RestoreStatus): what a
+// deployer checks before it reports a rollback as failed, since the agent
+// may have restored the host itself (lease recovery) or the rollback may
+// have succeeded though its answer was lost.
+func (c *Client) Restored(ctx context.Context) (RestoreStatus, error) {
+	st, err := c.Status(ctx)
+	if err != nil {
+		return RestoreStatus{}, err
+	}
+	if st.Restore == nil {
+		return RestoreStatus{}, fmt.Errorf("agent %s does not report whether its host is restored (an older agent)", c.base)
+	}
+	return *st.Restore, nil
 }
 
 // Publish makes def (a definition's canonical JSON) the host's current

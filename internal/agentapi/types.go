@@ -28,6 +28,12 @@ const (
 	PathVerify     = "/v1/verify"      // POST: check the named services against the current definition
 	PathRollback   = "/v1/rollback"    // POST: previous definition back to current, running
 	PathMarkGood   = "/v1/mark-good"   // POST: record the current definition as last known good
+	// PathLeaseBreak: POST (body LeaseBreakRequest) ends the host or fleet
+	// lease now, as if it had expired: the host lease's recovery runs before
+	// the answer (LeaseBreakReport). Refused with 409 while the holder still
+	// renews, unless forced. No lease needed: it is the operator's way out
+	// of a lease whose deploy is gone.
+	PathLeaseBreak = "/v1/lease/break"
 	// PathMaintenance: GET the watchdog's maintenance window, PUT turns
 	// maintenance on (body MaintenanceRequest), DELETE turns it off. No lease:
 	// it is the operator's switch, and it acts on nothing but the watchdog.
@@ -47,12 +53,88 @@ type LeaseRequest struct {
 	TTL string `json:"ttl"`
 }
 
-// Lease is a time-limited claim on a host or on the fleet.
+// Lease is a time-limited claim on a host or on the fleet. The agent keeps
+// it in its state directory: it survives an agent restart (even SIGKILL),
+// and its clock goes on meanwhile.
 type Lease struct {
 	ID       string    `json:"id"`
 	Holder   string    `json:"holder"`
 	Acquired time.Time `json:"acquired"`
-	Expires  time.Time `json:"expires"`
+	// Expires is when it lapses unless renewed (wall clock).
+	Expires time.Time `json:"expires"`
+	// TTL is its time to live at the last acquire or renew, a Go duration
+	// string ("30s"); set in status.
+	TTL string `json:"ttl,omitempty"`
+	// Renewed is when it was last acquired or renewed; set in status.
+	Renewed *time.Time `json:"renewed,omitempty"`
+	// Step is the deploy's operation on the host in progress or last done
+	// (publish, drain, stop, start, rollback, mark-good) and StepState
+	// "running", "done" or "failed"; set in status.
+	Step      string `json:"step,omitempty"`
+	StepState string `json:"step_state,omitempty"`
+	// Restore is the definition the host returns to if the lease expires
+	// (host lease, in status).
+	Restore *DefinitionRef `json:"restore,omitempty"`
+}
+
+// LeaseBreakRequest is POST /v1/lease/break.
+type LeaseBreakRequest struct {
+	// Fleet breaks the fleet lease instead of the host lease.
+	Fleet bool `json:"fleet,omitempty"`
+	// Force breaks a lease its holder still renews.
+	Force bool `json:"force,omitempty"`
+	// By names who breaks it (logs).
+	By string `json:"by,omitempty"`
+}
+
+// LeaseBreakReport is the answer of POST /v1/lease/break: the lease that was
+// broken and, for the host lease, how the host's recovery went.
+type LeaseBreakReport struct {
+	Broken   Lease     `json:"broken"`
+	Recovery *Recovery `json:"recovery,omitempty"`
+}
+
+// Recovery states.
+const (
+	RecoveryRunning  = "running"
+	RecoveryRestored = "restored"
+	RecoveryFailed   = "failed"
+)
+
+// Recovery is the agent's last return of its host to a verified definition
+// after a deploy's host lease ended without release (it expired, ran out while
+// the agent was down, or was broken).
+type Recovery struct {
+	// State is running, restored or failed.
+	State string `json:"state"`
+	// Holder is who held the lease that ended; Reason how it ended.
+	Holder string `json:"holder"`
+	Reason string `json:"reason"`
+	// Step is the deploy's operation that was in progress then.
+	Step string `json:"step,omitempty"`
+	// Version is the definition the host was returned to ("" when the host
+	// ran nothing before that deploy and its new services were stopped).
+	Version string `json:"version,omitempty"`
+	// Registered: the target was registered with the load balancer again.
+	Registered bool       `json:"registered"`
+	Started    time.Time  `json:"started"`
+	Finished   *time.Time `json:"finished,omitempty"`
+	// Error says why it failed.
+	Error string `json:"error,omitempty"`
+}
+
+// RestoreStatus is the agent's honest answer to "is this host whole?", for a
+// deployer deciding whether to say ROLLBACK FAILED.
+type RestoreStatus struct {
+	// Restored is true when the host's current definition is not half
+	// deployed (a deploy published it and it never started whole here),
+	// every service of it runs its spec and answers its health check, and
+	// no recovery is running or failed.
+	Restored bool `json:"restored"`
+	// Version is the current definition's version.
+	Version string `json:"version,omitempty"`
+	// Reason says why not, when Restored is false.
+	Reason string `json:"reason,omitempty"`
 }
 
 // DefinitionRef names one published definition.
@@ -84,8 +166,13 @@ type ServiceStatus struct {
 	SpecHash string `json:"spec_hash"`
 	Running  bool   `json:"running"`
 	// ID is the process id or container id.
-	ID           string     `json:"id,omitempty"`
-	StartedAt    *time.Time `json:"started_at,omitempty"`
+	ID        string     `json:"id,omitempty"`
+	StartedAt *time.Time `json:"started_at,omitempty"`
+	// FinishedAt is when the instance last ended (exited or was stopped);
+	// nil while it has never ended. With StartedAt and ID it lets a deploy
+	// look twice: an instance that kept its ID and StartedAt and whose
+	// FinishedAt did not move has stayed up between two looks.
+	FinishedAt   *time.Time `json:"finished_at,omitempty"`
 	ExitCode     *int       `json:"exit_code,omitempty"`
 	RestartCount int        `json:"restart_count"`
 	Health       string     `json:"health"`
@@ -105,6 +192,11 @@ type Status struct {
 	FleetLease *Lease `json:"fleet_lease,omitempty"`
 	// Watchdog is the watchdog's state, when the agent runs one.
 	Watchdog *WatchdogStatus `json:"watchdog,omitempty"`
+	// Restore says whether the host is whole (see RestoreStatus).
+	Restore *RestoreStatus `json:"restore,omitempty"`
+	// Recovery is the last (or running) recovery after a lease ended
+	// without release; nil when none ran since the agent started.
+	Recovery *Recovery `json:"recovery,omitempty"`
 }
 
 // WatchdogStatus is the watchdog's view of the host.
@@ -197,9 +289,14 @@ type StartResult struct {
 	Seconds float64 `json:"seconds"`
 }
 
-// StartReport is POST /v1/start.
+// StartReport is POST /v1/start (and /v1/rollback).
 type StartReport struct {
 	Services []StartResult `json:"services"`
+	// Version is the definition now running (set by rollback).
+	Version string `json:"version,omitempty"`
+	// Restored is set by rollback: the host runs the definition it rolled
+	// back to, every service healthy (RestoreStatus.Restored).
+	Restored bool `json:"restored,omitempty"`
 }
 
 // ServiceCheck is the verdict on one service.

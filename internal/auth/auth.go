@@ -17,6 +17,56 @@ import (
 // variable gives a token.
 var ErrNoToken = errors.New("no token")
 
+// ErrShortToken is returned by CheckToken and LoadAdminToken when a token is
+// shorter than MinTokenBytes.
+var ErrShortToken = errors.New("token too short")
+
+// MinTokenBytes is the shortest token an admin API accepts: 16 bytes, 128
+// bits when it is random (the strength of an AES-128 key; OWASP asks at least
+// 64 bits of entropy of a session id). `openssl rand -hex 16` makes a
+// 32-byte one.
+const MinTokenBytes = 16
+
+// MakeTokenHint tells how to make a good token; error messages end with it.
+const MakeTokenHint = "make one with: openssl rand -hex 32 > FILE (or head -c 32 /dev/urandom | base64)"
+
+// CheckToken refuses a token shorter than MinTokenBytes with ErrShortToken
+// (wrapped), naming source (a flag, a file, an environment variable) and how
+// to make a good one.
+func CheckToken(token, source string) error {
+	if len(token) < MinTokenBytes {
+		hint := MakeTokenHint
+		if env, ok := strings.CutPrefix(source, "$"); ok {
+			hint = "make one with: export " + env + "=$(openssl rand -hex 32)"
+		}
+		return fmt.Errorf("%w: the token from %s has %d bytes; an admin API needs at least %d; %s",
+			ErrShortToken, source, len(token), MinTokenBytes, hint)
+	}
+	return nil
+}
+
+// LoadAdminToken is LoadToken for the server side of an admin API (the load
+// balancer's, an agent's): it also refuses a token shorter than MinTokenBytes
+// (ErrShortToken, naming where the token came from). flag names the file's
+// flag in messages ("--token-file").
+func LoadAdminToken(file, env, flag string) (string, error) {
+	t, err := LoadToken(file, env)
+	if err != nil {
+		return "", err
+	}
+	source := "$" + env
+	if file != "" {
+		source = "token file " + file
+		if flag != "" {
+			source += " (" + flag + ")"
+		}
+	}
+	if err := CheckToken(t, source); err != nil {
+		return "", err
+	}
+	return t, nil
+}
+
 // LoadToken returns the token from file when file is not empty, else from the
 // environment variable env. Surrounding white space is trimmed. It returns
 // ErrNoToken (wrapped, naming both sources) when the result is empty, and the os
@@ -32,26 +82,42 @@ func LoadToken(file, env string) (string, error) {
 		}
 		return "", fmt.Errorf("%w: token file %s is empty", ErrNoToken, file)
 	}
-	if t := strings.TrimSpace(os.Getenv(env)); t != "" {
-		return t, nil
+	if env != "" {
+		if t := strings.TrimSpace(os.Getenv(env)); t != "" {
+			return t, nil
+		}
 	}
-	return "", fmt.Errorf("%w: set $%s or give a token file", ErrNoToken, env)
+	return "", fmt.Errorf("%w: set $%s or give a token file; %s", ErrNoToken, env, MakeTokenHint)
 }
 
 // Bearer wraps next so that every request must carry "Authorization: Bearer
 // <token>"; others get 401 with a WWW-Authenticate header and never reach next.
-// The comparison is constant-time. token must not be empty.
+// The scheme is matched case-insensitively ("bearer", "BEARER"), as RFC 9110
+// §11.1 says of every authentication scheme, with one or more spaces before
+// the token (RFC 9110's 1*SP); the token itself is compared exactly and in
+// constant time. token must not be empty.
 func Bearer(token string, next http.Handler) http.Handler {
-	want := []byte("Bearer " + token)
+	want := []byte(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
+		got, ok := bearerToken(r.Header.Get("Authorization"))
+		if !ok || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="mythex"`)
 			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bearerToken returns the credentials of an Authorization header value of the
+// Bearer scheme, in any case; ok false for another scheme or no credentials.
+func bearerToken(h string) (string, bool) {
+	scheme, rest, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	rest = strings.TrimLeft(rest, " ")
+	return rest, rest != ""
 }
 
 // IsLoopback reports whether the listen address addr (host:port) binds only to

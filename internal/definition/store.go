@@ -52,6 +52,22 @@ type Refs struct {
 	Previous string `json:"previous,omitempty"`
 	// LastGood is the hash of the last known good definition.
 	LastGood string `json:"last_good,omitempty"`
+	// Verified is the hash of the last definition that started on this host
+	// with every service running its spec and answering its health check
+	// (MarkVerified). Unlike LastGood it says nothing about the fleet.
+	// Cleared when it is none of the three above.
+	Verified string `json:"verified,omitempty"`
+	// Pending is the hash of a definition a deploy published
+	// (PublishPending) that has not started whole on this host yet: while it
+	// is current, the host is half deployed. MarkVerified of it clears it,
+	// and so does any change that makes another definition current.
+	Pending string `json:"pending,omitempty"`
+}
+
+// HalfDeployed reports whether the current definition was published by a
+// deploy and never started whole here (Pending is current).
+func (r Refs) HalfDeployed() bool {
+	return r.Current != "" && r.Pending == r.Current
 }
 
 func (r Refs) get(ref Ref) string {
@@ -122,6 +138,18 @@ func (s *Store) Dir() string { return s.dir }
 // definition swaps the two, so nothing is lost. The last known good is never
 // changed. d must be sealed (ErrNotSealed) and valid (ErrInvalid).
 func (s *Store) Publish(d *Definition) (changed bool, err error) {
+	return s.publish(d, false)
+}
+
+// PublishPending is Publish for a deploy: in the same atomic change it
+// records d as pending (Refs.Pending) until MarkVerified says it started
+// whole, so that a deploy that dies in between leaves a host known to be
+// half deployed. Publishing the current definition again changes nothing.
+func (s *Store) PublishPending(d *Definition) (changed bool, err error) {
+	return s.publish(d, true)
+}
+
+func (s *Store) publish(d *Definition, pending bool) (changed bool, err error) {
 	b, err := sealedBytes(d)
 	if err != nil {
 		return false, err
@@ -140,6 +168,9 @@ func (s *Store) Publish(d *Definition) (changed bool, err error) {
 	}
 	next := refs
 	next.Previous, next.Current = refs.Current, d.Hash
+	if pending {
+		next.Pending = d.Hash
+	}
 	return true, s.commit(next)
 }
 
@@ -192,6 +223,31 @@ func (s *Store) MarkGood(hash string) error {
 	}
 	next := refs
 	next.LastGood = hash
+	return s.commit(next)
+}
+
+// MarkVerified records that the current definition, which must have hash
+// hash, started on this host and every service of it answered its health
+// check. ErrNotCurrent when hash is not the current definition's; ErrNotFound
+// when nothing is published. Marking again is a no-op.
+func (s *Store) MarkVerified(hash string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	refs, err := s.readRefs()
+	if err != nil {
+		return err
+	}
+	if refs.Current == "" {
+		return fmt.Errorf("definition store: mark verified: %w current", ErrNotFound)
+	}
+	if refs.Current != hash {
+		return fmt.Errorf("definition store: mark verified %.12s: current is %.12s: %w", hash, refs.Current, ErrNotCurrent)
+	}
+	if refs.Verified == hash && refs.Pending != hash {
+		return nil
+	}
+	next := refs
+	next.Verified, next.Pending = hash, ""
 	return s.commit(next)
 }
 
@@ -263,7 +319,7 @@ func (s *Store) readRefs() (Refs, error) {
 	if err := strictUnmarshal(b, &refs); err != nil {
 		return refs, fmt.Errorf("definition store: %s: %v: %w", refsFile, err, ErrCorrupt)
 	}
-	for _, h := range []string{refs.Current, refs.Previous, refs.LastGood} {
+	for _, h := range []string{refs.Current, refs.Previous, refs.LastGood, refs.Verified, refs.Pending} {
 		if h != "" && !blobRE.MatchString(h+".json") {
 			return refs, fmt.Errorf("definition store: %s: bad hash %q: %w", refsFile, h, ErrCorrupt)
 		}
@@ -273,6 +329,12 @@ func (s *Store) readRefs() (Refs, error) {
 
 // commit writes refs atomically, then removes files no ref points at.
 func (s *Store) commit(refs Refs) error {
+	if refs.Verified != refs.Current && refs.Verified != refs.Previous && refs.Verified != refs.LastGood {
+		refs.Verified = ""
+	}
+	if refs.Pending != refs.Current {
+		refs.Pending = ""
+	}
 	b, err := json.Marshal(refs)
 	if err != nil {
 		return fmt.Errorf("definition store: %w", err)

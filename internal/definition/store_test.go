@@ -243,3 +243,46 @@ func TestStore_Corrupt(t *testing.T) {
 		})
 	}
 }
+
+func TestStore_PendingUntilVerified(t *testing.T) {
+	s := openStore(t)
+	v1, v2, v3, v4 := testDefinition(t, "v1"), testDefinition(t, "v2"), testDefinition(t, "v3"), testDefinition(t, "v4")
+	if err := s.MarkVerified("ab"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("MarkVerified on empty store = %v, want ErrNotFound", err)
+	}
+	mustPublish(t, s, v1)
+	if refs, _ := s.Refs(); refs.HalfDeployed() {
+		t.Error("a plain Publish counts as half deployed")
+	}
+	if _, err := s.PublishPending(v2); err != nil {
+		t.Fatal(err)
+	}
+	if refs, _ := s.Refs(); !refs.HalfDeployed() {
+		t.Errorf("refs %+v after PublishPending: want half deployed", refs)
+	}
+	if err := s.MarkVerified(v1.Hash); !errors.Is(err, ErrNotCurrent) {
+		t.Errorf("MarkVerified(previous) = %v, want ErrNotCurrent", err)
+	}
+	if err := s.MarkVerified(v2.Hash); err != nil {
+		t.Fatal(err)
+	}
+	if refs, _ := s.Refs(); refs.HalfDeployed() || refs.Verified != v2.Hash {
+		t.Errorf("refs %+v after MarkVerified: want v2 verified, not half deployed", refs)
+	}
+	// A rollback away from a pending definition ends its pending state.
+	if _, err := s.PublishPending(v3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if refs, _ := s.Refs(); refs.HalfDeployed() || refs.Pending != "" {
+		t.Errorf("refs %+v after rolling back from pending v3: want nothing pending", refs)
+	}
+	// Verified is dropped once no other ref names its hash.
+	mustPublish(t, s, v4)
+	mustPublish(t, s, v1)
+	if refs, _ := s.Refs(); refs.Verified != "" {
+		t.Errorf("verified = %q after it left the store, want empty", refs.Verified)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mythex/mythex/examples/seed"
@@ -75,6 +76,10 @@ type Options struct {
 	// Adjust, when set, changes the scaled profile before the fleet starts
 	// (tests widen a timeout for a loaded machine).
 	Adjust func(*fleet.Config)
+	// Fault, when set, names one of Faults to inject into the deploy under
+	// load (process runtime only); the demo then reports how mythex handled
+	// it. Deploys is 1.
+	Fault string
 }
 
 // VersionSpan is a stretch of the run in which the same versions answered.
@@ -120,6 +125,8 @@ type DeployReport struct {
 	Versions []VersionSpan       `json:"versions"`
 	// LBCalls is how many ELBv2 API calls the deploy made (--lb alb).
 	LBCalls int64 `json:"lb_calls,omitempty"`
+	// Fault is what a fault run found; nil without one.
+	Fault *FaultReport `json:"fault_report,omitempty"`
 }
 
 // Summary is the whole demo, as `mythex demo --json` prints it.
@@ -134,13 +141,20 @@ type Summary struct {
 	AppErrors      int64          `json:"app_errors"`
 	DrainSignals   int64          `json:"drain_signals"`
 	Deploys        []DeployReport `json:"deploys"`
+	// Fault is the fault run (Options.Fault), with what it found; nil
+	// without one. Its fields are also at the top level of the JSON.
+	*FaultReport
 	// AgentRSSMB is each agent's resident memory at the end, in MB.
 	AgentRSSMB map[string]float64 `json:"agent_rss_mb,omitempty"`
 	Dir        string             `json:"dir,omitempty"`
 }
 
-// OK reports whether every deploy succeeded and no request reached nothing.
+// OK reports whether every deploy succeeded and no request reached nothing
+// — or, with a fault, whether mythex handled it (FaultReport.OK).
 func (s Summary) OK() bool {
+	if s.FaultReport != nil {
+		return s.FaultReport.OK()
+	}
 	for _, d := range s.Deploys {
 		if !d.OK {
 			return false
@@ -189,6 +203,17 @@ func Run(ctx context.Context, o Options) (sum Summary, err error) {
 	}
 	if o.Deploys == 0 {
 		o.Deploys = 1
+	}
+	var fault *Fault
+	if o.Fault != "" {
+		fl, ok := Faults[o.Fault]
+		if !ok {
+			return sum, fmt.Errorf("%w: unknown fault %q; use one of %s", fleet.ErrInvalid, o.Fault, strings.Join(FaultNames(), ", "))
+		}
+		if o.Runtime == RuntimeDocker {
+			return sum, fmt.Errorf("%w: --fault runs on the process runtime only", fleet.ErrInvalid)
+		}
+		fault, o.Deploys = &fl, 1
 	}
 	out := o.Out
 	if out == nil {
@@ -262,9 +287,12 @@ func Run(ctx context.Context, o Options) (sum Summary, err error) {
 	from := "v1"
 	for i := range o.Deploys {
 		version := fmt.Sprintf("v%d", i+2)
-		rep, err := deployUnderLoad(ctx, f, o, from, version)
+		rep, err := deployUnderLoad(ctx, f, o, from, version, fault)
 		if err != nil {
 			return sum, err
+		}
+		if fault != nil {
+			sum.FaultReport = rep.Fault
 		}
 		sum.Deploys = append(sum.Deploys, rep)
 		sum.Requests += rep.Probe.Requests
@@ -285,7 +313,9 @@ func Run(ctx context.Context, o Options) (sum Summary, err error) {
 
 // deployUnderLoad runs one deploy while the prober sends o.Rate requests per
 // second through the load balancer, from before the deploy until a tail after.
-func deployUnderLoad(ctx context.Context, f *Fleet, o Options, from, version string) (DeployReport, error) {
+// With a fault, the fault is injected, the fleet's final state awaited under
+// the same load, and judged.
+func deployUnderLoad(ctx context.Context, f *Fleet, o Options, from, version string, fault *Fault) (DeployReport, error) {
 	out := o.Out
 	if out == nil {
 		out = io.Discard
@@ -298,17 +328,70 @@ func deployUnderLoad(ctx context.Context, f *Fleet, o Options, from, version str
 	if err := p.Start(ctx); err != nil {
 		return rep, err
 	}
-	hc := f.Loaded.LoadBalancer.HealthCheck
+	stopped := false
+	defer func() {
+		if !stopped {
+			p.Stop()
+		}
+	}()
+	cfg := &f.Loaded.Config
+	hc := cfg.LoadBalancer.HealthCheck
 	lead := max(hc.Interval, 500*time.Millisecond)
 	sleepCtx(ctx, lead)
+	var vars map[string]string
+	if fault != nil {
+		fmt.Fprintf(out, "\nfault %s: %s\n  expected: %s\n", fault.Name, fault.What, fault.Expect)
+		if fault.Before != nil {
+			if err := fault.Before(ctx, f); err != nil {
+				return rep, fmt.Errorf("fault %s: %w", fault.Name, err)
+			}
+		}
+		if fault.Vars != nil {
+			vars = fault.Vars(cfg)
+		}
+	}
 	fmt.Fprintf(out, "\ndeploy %s → %s under %g req/s\n", from, version, o.Rate)
 	r := termui.NewDeployRenderer(out, o.Mode)
-	res, derr := f.Deploy(ctx, version, nil, r)
+	// Which hosts the new version was started on, from the events (a
+	// killed deployer leaves no result).
+	var reachedMu sync.Mutex
+	var reachedHosts []string
+	obs := deploy.ObserverFunc(func(e deploy.Event) {
+		r.Event(e)
+		if e.Phase == deploy.PhaseStart && e.Kind == deploy.EventBegin {
+			reachedMu.Lock()
+			if !slices.Contains(reachedHosts, e.Host) {
+				reachedHosts = append(reachedHosts, e.Host)
+			}
+			reachedMu.Unlock()
+		}
+		if fault != nil && fault.During != nil {
+			fault.During(ctx, f, e)
+		}
+	})
+	var res deploy.Result
+	var derr error
+	if fault != nil && fault.Deploy != nil {
+		res, derr = fault.Deploy(ctx, f, o.Exe, version, obs)
+	} else {
+		res, derr = f.Deploy(ctx, version, vars, obs)
+	}
 	r.Close()
 	// A tail as long as the LB needs to notice anything the deploy left
 	// behind, so no drop after the deploy goes unseen.
 	sleepCtx(ctx, hc.Interval*time.Duration(hc.UnhealthyThreshold)+hc.Timeout)
+	if fault != nil {
+		fr, err := judgeFault(ctx, f, o, fault, from, version, out)
+		if err != nil {
+			return rep, err
+		}
+		reachedMu.Lock()
+		fr.HostsReached = slices.Clone(reachedHosts)
+		reachedMu.Unlock()
+		rep.Fault = fr
+	}
 	report := p.Stop()
+	stopped = true
 	rep.OK, rep.Hosts, rep.Seconds, rep.Bound = derr == nil, res.Hosts, res.Seconds, res.Bound
 	rep.LBCalls = f.LBCalls
 	if derr != nil {
@@ -318,6 +401,13 @@ func deployUnderLoad(ctx context.Context, f *Fleet, o Options, from, version str
 		Requests: report.Requests, ReachedNothing: report.ReachedNothing, AppErrors: report.AppErrors,
 		DrainSignals: report.DrainSignals, OK: report.OK, LateSends: report.LateSends, Unsent: report.Unsent,
 		P99Millis: ms(report.Latency.P99), MaxMillis: ms(report.Latency.Max),
+	}
+	if rep.Fault != nil {
+		rep.Fault.ReachedNothing = report.ReachedNothing
+		rep.Fault.ReachedNothingBound = fault.Bound(cfg, o.Rate, len(f.Loaded.Hosts), report.NewConns)
+		// Rolled back: the new version reached hosts, and the fleet ended on
+		// the old one (by the deploy's rollback or the agents' recovery).
+		rep.Fault.RolledBack = len(rep.Fault.HostsReached) > 0 && rep.Fault.FleetVersionAfter == from
 	}
 	rep.Versions = spans(report.Buckets)
 	for _, r := range report.Reasons {
@@ -334,6 +424,46 @@ func deployUnderLoad(ctx context.Context, f *Fleet, o Options, from, version str
 		return rep, ctx.Err()
 	}
 	return rep, nil
+}
+
+// judgeFault repairs what the fault broke outside mythex's hands and waits,
+// under the same load, for the fleet's final state.
+func judgeFault(ctx context.Context, f *Fleet, o Options, fault *Fault, from, version string, out io.Writer) (*FaultReport, error) {
+	cfg := &f.Loaded.Config
+	fr := &FaultReport{Fault: fault.Name, WantVersion: from}
+	if fault.NewVersionWins {
+		fr.WantVersion = version
+	}
+	if fault.After != nil {
+		if err := fault.After(ctx, f); err != nil {
+			return nil, fmt.Errorf("fault %s: repair: %w", fault.Name, err)
+		}
+	}
+	if f.RestartErr != nil {
+		return nil, fmt.Errorf("fault %s: %w", fault.Name, f.RestartErr)
+	}
+	if f.AgentKillErr != nil {
+		return nil, fmt.Errorf("fault %s: %w", fault.Name, f.AgentKillErr)
+	}
+	if f.RestartTook > 0 {
+		fmt.Fprintf(out, "the load balancer was restarted: its admin API was down for %.2fs\n", f.RestartTook.Seconds())
+	}
+	limit := 4 * healthyWait(cfg)
+	if fault.Settle != nil {
+		limit = fault.Settle(cfg)
+	}
+	fmt.Fprintf(out, "waiting (at most %v) for the fleet to settle: one version everywhere, last known good, verified, healthy and in rotation\n", limit.Round(time.Millisecond))
+	begin := time.Now()
+	fr.FleetVersionAfter, fr.Unsettled = f.Settle(ctx, limit)
+	if fault.AnyVersion && fr.FleetVersionAfter != "" {
+		fr.WantVersion = fr.FleetVersionAfter
+	}
+	if fr.Unsettled == "" {
+		fmt.Fprintf(out, "fleet settled on %s after %.1fs\n", fr.FleetVersionAfter, time.Since(begin).Seconds())
+	} else {
+		fmt.Fprintf(out, "fleet did NOT settle within %v: %s\n", limit, fr.Unsettled)
+	}
+	return fr, nil
 }
 
 // spans compresses per-second version counts into stretches of the same set.

@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -406,5 +409,171 @@ func TestDemo_DockerRuntimeDropsNothing(t *testing.T) {
 	}
 	if last := d.Versions[len(d.Versions)-1]; strings.Join(last.Versions, ",") != "v2" {
 		t.Errorf("at the end the fleet answers %v, want v2 only (spans %+v)", last.Versions, d.Versions)
+	}
+}
+
+// deployCmd starts `mythex deploy --json` against the fleet.
+func deployCmd(t *testing.T, bin string, f *Fleet, version string) (*exec.Cmd, *bufio.Scanner, func() error) {
+	t.Helper()
+	cmd := exec.Command(bin, "deploy", "-f", f.Loaded.Path, "--version", version, "--json")
+	cmd.Env = append(os.Environ(), "MYTHEX_AGENT_TOKEN="+f.AgentToken, "MYTHEX_LB_TOKEN="+f.LBToken)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, bufio.NewScanner(out), func() error {
+		err := cmd.Wait()
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, stderr.String())
+		}
+		return nil
+	}
+}
+
+// The issue: a deploy frozen (SIGSTOP) past its lease and resumed still
+// changed the load balancer. Now the agents recover while it is frozen, and
+// once resumed it changes nothing anywhere.
+func TestDeployCommand_FrozenPastItsLeaseChangesNothing(t *testing.T) {
+	bin := mythexBin(t)
+	f := startFleet(t, 2)
+	cmd, sc, wait := deployCmd(t, bin, f, "v2")
+	frozen := false
+	for sc.Scan() {
+		var e deploy.Event
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Host == "web-1" && e.Phase == deploy.PhaseStop && e.Kind == deploy.EventBegin {
+			if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			frozen = true
+			break
+		}
+	}
+	if !frozen {
+		t.Fatal("the deploy never reached web-1's stop phase")
+	}
+	// While it is frozen its leases lapse; the agents return web-1 to v1
+	// and put it back into the load balancer.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	v, why := f.Settle(ctx, f.Loaded.Deploy.LeaseTTL+time.Minute)
+	if v != "v1" {
+		t.Fatalf("the fleet did not settle on v1 while the deployer was frozen: %s\n%s", why, f.LogTail("web-1", 3000))
+	}
+	before, _ := f.Agent(0).Status(ctx)
+	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	err := wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(err.Error(), "lease lost") {
+		t.Errorf("resumed deploy = %v; want exit 1 saying its lease was lost", err)
+	}
+	// Nothing changed after it resumed: the same definitions, every target
+	// still healthy and in rotation on v1.
+	if v, why := f.finalState(ctx); v != "v1" {
+		t.Errorf("after the resumed deploy the fleet is not settled on v1: %s", why)
+	}
+	after, _ := f.Agent(0).Status(ctx)
+	if after.Definitions.Current == nil || before.Definitions.Current == nil || after.Definitions.Current.Hash != before.Definitions.Current.Hash {
+		t.Errorf("web-1's definition changed after the deployer resumed: %+v → %+v", before.Definitions, after.Definitions)
+	}
+}
+
+// The issue: `mythex deploy --json | head` rolled web-1 back. A closed
+// stdout drops the output and the deploy goes on to the end.
+func TestDeployCommand_ClosedStdoutDoesNotStopTheDeploy(t *testing.T) {
+	bin := mythexBin(t)
+	f := startFleet(t, 2)
+	cmd := exec.Command(bin, "deploy", "-f", f.Loaded.Path, "--version", "v2", "--json")
+	cmd.Env = append(os.Environ(), "MYTHEX_AGENT_TOKEN="+f.AgentToken, "MYTHEX_LB_TOKEN="+f.LBToken)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// head -1
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.Contains(line, `"phase"`) {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	out.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("deploy with a closed stdout: %v", err)
+	}
+	for i := range 2 {
+		if v := versionOf(t, f.Agent(i)); v != "v2" {
+			t.Errorf("web-%d on %q, want v2", i+1, v)
+		}
+	}
+}
+
+// Bad input is refused before anything changes, exit 2: a deploy.verify
+// entry the compose file lacks (the issue restarted web-1 twice before
+// failing on it), a missing executable.
+func TestDeployCommand_BadDefinitionRefusedBeforeTouchingAnything(t *testing.T) {
+	bin := mythexBin(t)
+	f := startFleet(t, 2)
+	write := func(name string, mod func(*fleet.Config)) string {
+		c := f.Loaded.Config
+		c.Hosts = append([]fleet.Host(nil), c.Hosts...)
+		for i := range c.Hosts {
+			c.Hosts[i].Vars = maps.Clone(c.Hosts[i].Vars)
+		}
+		c.Deploy.Verify = append([]string(nil), c.Deploy.Verify...)
+		mod(&c)
+		b, err := fleet.Encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(filepath.Dir(f.Loaded.Path), name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cases := []struct {
+		name, file, want string
+	}{
+		{"verify names no service", write("verify.yml", func(c *fleet.Config) { c.Deploy.Verify = append(c.Deploy.Verify, "billing") }), "deploy.verify[4]"},
+		{"missing executable", write("exe.yml", func(c *fleet.Config) { c.Hosts[1].Vars["APP_BIN"] = "/nonexistent/mythex" }), "/nonexistent/mythex"},
+		{"missing compose", write("compose.yml", func(c *fleet.Config) { c.Deploy.Compose = "nope.yaml" }), "deploy.compose"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(bin, "deploy", "-f", tc.file, "--version", "v9")
+			cmd.Env = append(os.Environ(), "MYTHEX_AGENT_TOKEN="+f.AgentToken, "MYTHEX_LB_TOKEN="+f.LBToken)
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+				t.Fatalf("exit = %v, want 2\n%s", err, out)
+			}
+			if !strings.Contains(string(out), tc.want) {
+				t.Errorf("output lacks %q:\n%s", tc.want, out)
+			}
+			for i := range 2 {
+				st, _ := f.Agent(i).Status(context.Background())
+				if st.Definitions.Current.Version != "v1" || st.Lease != nil || st.FleetLease != nil {
+					t.Errorf("web-%d was touched: %+v", i+1, st.Definitions)
+				}
+			}
+		})
+	}
+	// mythex check reports the verify/compose mismatch too.
+	out, err := exec.Command(bin, "check", "-f", cases[0].file).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "billing") {
+		t.Errorf("check of a verify naming no service: %v\n%s", err, out)
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/lbapi"
 	"github.com/mythex/mythex/internal/lbport/fleetlb"
 	"github.com/mythex/mythex/internal/lbport/haproxy/local"
 )
@@ -80,6 +81,12 @@ const (
 
 // Fleet is a running local fleet. Close it to stop every process it started.
 type Fleet struct {
+	// agentKillOnce and AgentKillErr are the agent-kill fault's.
+	agentKillOnce sync.Once
+	// AgentKillErr is why the agent-kill fault could not kill or restart the agent.
+	AgentKillErr error
+	// exe is the mythex binary the agents run (agent-kill restarts one).
+	exe string
 	// Loaded is the fleet's mythex.yml as written and read back.
 	Loaded *fleet.Loaded
 	// AgentToken and LBToken are the bearer tokens of the agents and the LB.
@@ -95,13 +102,26 @@ type Fleet struct {
 	lbPoll   time.Duration
 	throttle float64
 
-	dir      string
-	docker   *dockerFleet // nil on the process runtime
-	agents   []*exec.Cmd
-	exited   []chan struct{}
+	dir    string
+	docker *dockerFleet // nil on the process runtime
+	agents []*exec.Cmd
+	exited []chan struct{}
+	logger *slog.Logger
+
+	// lbMu guards the running load balancer: lb-restart replaces it.
+	lbMu     sync.Mutex
 	lbCancel context.CancelFunc
 	lbDone   chan error
 	haproxy  *local.HAProxy // nil behind the embedded LB
+	// dataLn is the LB's listening socket, kept open for the fleet's life:
+	// each LB generation serves a duplicate of it, so a restart hands it
+	// over and no connection is refused.
+	dataLn      net.Listener
+	restartOnce sync.Once
+	// RestartErr is why the lb-restart fault's restart failed, if it did;
+	// RestartTook is how long the admin API was down for it.
+	RestartErr  error
+	RestartTook time.Duration
 }
 
 // StartFleet writes the fleet's config, starts the load balancer and one agent
@@ -114,7 +134,7 @@ func StartFleet(ctx context.Context, o FleetOptions) (_ *Fleet, err error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	f := &Fleet{dir: o.Dir, AgentToken: token(), LBToken: token(), lbPoll: o.LBPoll, throttle: o.ELBv2Throttle}
+	f := &Fleet{dir: o.Dir, exe: o.Exe, AgentToken: token(), LBToken: token(), lbPoll: o.LBPoll, throttle: o.ELBv2Throttle}
 	defer func() {
 		if err != nil {
 			f.Close()
@@ -228,11 +248,30 @@ func StartFleet(ctx context.Context, o FleetOptions) (_ *Fleet, err error) {
 }
 
 func (f *Fleet) startLB(log *slog.Logger) error {
+	f.logger = log
+	ln, err := net.Listen("tcp", f.Loaded.LoadBalancer.Listen)
+	if err != nil {
+		return fmt.Errorf("load balancer: %w", err)
+	}
+	f.dataLn = ln
+	var targets []lb.TargetStatus
+	for _, h := range f.Loaded.Hosts {
+		targets = append(targets, lb.TargetStatus{ID: h.Name, Address: h.Target, State: lb.StateHealthy})
+	}
+	return f.serveLB(targets, false)
+}
+
+// serveLB starts a load balancer generation with targets registered (those
+// the previous one had registered and not draining), serving a duplicate of
+// the listening socket and a new admin listener. With wait it serves only
+// once every target that was healthy is healthy again, as a reload that
+// restores its server state does.
+func (f *Fleet) serveLB(targets []lb.TargetStatus, wait bool) error {
 	settings, err := lb.SettingsFromFleet(f.Loaded.LoadBalancer)
 	if err != nil {
 		return err
 	}
-	o := lb.Options{Settings: settings, Token: f.LBToken, Logger: log, ShutdownTimeout: 2 * time.Second}
+	o := lb.Options{Settings: settings, Token: f.LBToken, Logger: f.logger, ShutdownTimeout: 2 * time.Second}
 	if f.Loaded.LoadBalancer.Kind == fleet.KindALB {
 		o.ELBv2 = &lb.ELBv2Options{Key: f.ELBv2Key, Region: f.Loaded.LoadBalancer.Region, TargetGroupARN: f.Loaded.LoadBalancer.TargetGroupARN,
 			Throttle: f.throttle}
@@ -241,24 +280,93 @@ func (f *Fleet) startLB(log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	for _, h := range f.Loaded.Hosts {
-		if _, err := srv.Group.Register(h.Name, h.Target); err != nil {
+	var healthy []string
+	for _, t := range targets {
+		if t.State == lb.StateDraining || t.State == lb.StateUnused {
+			continue
+		}
+		if _, err := srv.Group.Register(t.ID, t.Address); err != nil {
 			return err
 		}
+		if t.State == lb.StateHealthy {
+			healthy = append(healthy, t.ID)
+		}
 	}
-	ln, err := net.Listen("tcp", f.Loaded.LoadBalancer.Listen)
+	if wait {
+		deadline := time.Now().Add(healthyWait(&f.Loaded.Config))
+		for _, id := range healthy {
+			for time.Now().Before(deadline) {
+				if st, err := srv.Group.Target(id); err == nil && st.State == lb.StateHealthy {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}
+	ln, err := dupListener(f.dataLn)
 	if err != nil {
 		return fmt.Errorf("load balancer: %w", err)
 	}
-	adminLn, err := net.Listen("tcp", f.Loaded.LoadBalancer.AdminListen)
+	var adminLn net.Listener
+	for range 50 {
+		// The previous generation's admin port may take a moment to free.
+		if adminLn, err = net.Listen("tcp", f.Loaded.LoadBalancer.AdminListen); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("load balancer admin: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	f.lbMu.Lock()
 	f.LB, f.lbCancel, f.lbDone = srv, cancel, make(chan error, 1)
-	go func() { f.lbDone <- srv.Serve(ctx, ln, adminLn) }()
+	done := f.lbDone
+	f.lbMu.Unlock()
+	go func() { done <- srv.Serve(ctx, ln, adminLn) }()
 	return nil
+}
+
+// restartLBOnce restarts the load balancer once (the lb-restart fault): the
+// running generation shuts down — its admin API now refuses connections,
+// its in-flight requests finish — and a new one starts with the same
+// targets, serving the same listening socket. Later calls do nothing.
+func (f *Fleet) restartLBOnce(context.Context) {
+	f.restartOnce.Do(func() {
+		begin := time.Now()
+		defer func() { f.RestartTook = time.Since(begin) }()
+		f.lbMu.Lock()
+		old, cancel, done := f.LB, f.lbCancel, f.lbDone
+		f.lbMu.Unlock()
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			f.RestartErr = err
+		}
+		if err := f.serveLB(old.Group.Targets(), true); err != nil {
+			f.RestartErr = errors.Join(f.RestartErr, err)
+		}
+	})
+}
+
+// lbClient is a client of the running load balancer's admin API.
+func (f *Fleet) lbClient() *lbapi.Client {
+	return lbapi.NewClient(f.Loaded.LoadBalancer.AdminListen, f.LBToken, nil)
+}
+
+// dupListener returns a listener on a duplicate of ln's socket: closing
+// one leaves the socket listening for the other.
+func dupListener(ln net.Listener) (net.Listener, error) {
+	tl, ok := ln.(*net.TCPListener)
+	if !ok {
+		return nil, fmt.Errorf("listener %T cannot be duplicated", ln)
+	}
+	fh, err := tl.File()
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	return net.FileListener(fh)
 }
 
 func (f *Fleet) startAgent(exe string, h fleet.Host) error {
@@ -349,7 +457,6 @@ func (f *Fleet) Deploy(ctx context.Context, version string, vars map[string]stri
 		}
 	}
 	o.Holder = "mythex demo " + version
-	o.TargetServices = []string{"gateway"}
 	o.Observer = obs
 	d, err := deploy.New(o)
 	if err != nil {
@@ -405,11 +512,17 @@ func (f *Fleet) Close() error {
 		}
 	}
 	f.haproxy.Stop()
-	if f.lbCancel != nil {
-		f.lbCancel()
-		if err := <-f.lbDone; err != nil && !errors.Is(err, context.Canceled) {
+	f.lbMu.Lock()
+	cancel, done := f.lbCancel, f.lbDone
+	f.lbMu.Unlock()
+	if cancel != nil {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 			errs = append(errs, err)
 		}
+	}
+	if f.dataLn != nil {
+		f.dataLn.Close()
 	}
 	if f.docker != nil {
 		errs = append(errs, f.docker.close())

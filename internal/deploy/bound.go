@@ -27,33 +27,39 @@ type Bound struct {
 	// at registration), and (H−1)·I when it stayed registered and must come
 	// back from unhealthy: H consecutive passing checks, the first right away.
 	Healthy time.Duration `json:"-"`
+	// Verify is deploy.min_healthy_time: a host counts as verified only
+	// after every service stayed up that long (look twice), so no deploy
+	// can be faster.
+	Verify time.Duration `json:"-"`
 }
 
-// MarshalJSON writes the phases in seconds:
-// {"drain_seconds", "stop_seconds", "start_seconds", "healthy_seconds", "total_seconds"}.
+// MarshalJSON writes the phases in seconds: {"drain_seconds",
+// "stop_seconds", "start_seconds", "healthy_seconds", "verify_seconds",
+// "total_seconds"}.
 func (b Bound) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Drain   float64 `json:"drain_seconds"`
 		Stop    float64 `json:"stop_seconds"`
 		Start   float64 `json:"start_seconds"`
 		Healthy float64 `json:"healthy_seconds"`
+		Verify  float64 `json:"verify_seconds"`
 		Total   float64 `json:"total_seconds"`
-	}{b.Drain.Seconds(), b.Stop.Seconds(), b.Start.Seconds(), b.Healthy.Seconds(), b.Total().Seconds()})
+	}{b.Drain.Seconds(), b.Stop.Seconds(), b.Start.Seconds(), b.Healthy.Seconds(), b.Verify.Seconds(), b.Total().Seconds()})
 }
 
 // Explain says in words where the bound's phases come from.
 func (b Bound) Explain() string {
 	if b.Drain > 0 {
-		return "health flip: unhealthy after (unhealthy_threshold − 1) × interval at best; the service serves its drain period after SIGTERM; back after (healthy_threshold − 1) × interval"
+		return "health flip: unhealthy after (unhealthy_threshold − 1) × interval at best; the service serves its drain period after SIGTERM; back after (healthy_threshold − 1) × interval; then up for min_healthy_time"
 	}
 	if b.Healthy > 0 {
-		return "drained: out of rotation at once; the service serves its drain period after SIGTERM; the load balancer's checks, still running, saw it DOWN: back after (healthy_threshold − 1) × interval"
+		return "drained: out of rotation at once; the service serves its drain period after SIGTERM; the load balancer's checks, still running, saw it DOWN: back after (healthy_threshold − 1) × interval; then up for min_healthy_time"
 	}
-	return "deregistered: out of rotation at once; the service serves its drain period after SIGTERM; registered again: healthy after one passed check"
+	return "deregistered: out of rotation at once; the service serves its drain period after SIGTERM; registered again: healthy after one passed check; then up for min_healthy_time"
 }
 
 // Total is the sum of the phases.
-func (b Bound) Total() time.Duration { return b.Drain + b.Stop + b.Start + b.Healthy }
+func (b Bound) Total() time.Duration { return b.Drain + b.Stop + b.Start + b.Healthy + b.Verify }
 
 // LowerBound computes the bound for cfg.
 func LowerBound(cfg *fleet.Config) Bound {
@@ -75,5 +81,6 @@ func LowerBound(cfg *fleet.Config) Bound {
 			b.Healthy = time.Duration(hc.HealthyThreshold-1) * hc.Interval
 		}
 	}
+	b.Verify = cfg.Deploy.MinHealthyTime
 	return b
 }

@@ -26,6 +26,7 @@ func testConfig(mode string) *fleet.Config {
 	c.Deploy.DrainMode = mode
 	c.Deploy.LeaseTTL = time.Second
 	c.Deploy.Verify = services
+	c.Deploy.MinHealthyTime = 20 * time.Millisecond
 	return &c
 }
 
@@ -110,8 +111,12 @@ func TestDeployer_Run_AllHosts(t *testing.T) {
 					t.Errorf("%s phases %v, want %v", h.Host, got, want)
 				}
 			}
-			if last := f.events[len(f.events)-1]; last.Phase != PhaseSweep || last.Kind != EventEnd {
-				t.Errorf("last event %+v, want sweep end", last)
+			// Last good is recorded only after the whole fleet passed the
+			// sweep.
+			sweep := slices.IndexFunc(f.events, func(e Event) bool { return e.Phase == PhaseSweep && e.Kind == EventEnd })
+			firstRelease := slices.IndexFunc(f.events, func(e Event) bool { return e.Phase == PhaseRelease })
+			if sweep < 0 || firstRelease < sweep {
+				t.Errorf("sweep end at event %d, first release at %d: want every release after the sweep", sweep, firstRelease)
 			}
 		})
 	}
@@ -129,7 +134,7 @@ func TestDeployer_Run_OneHostAtATime(t *testing.T) {
 		switch {
 		case e.Phase == PhaseLease && e.Kind == EventBegin:
 			active[e.Host] = true
-		case e.Phase == PhaseRelease && e.Kind == EventEnd:
+		case e.Phase == PhaseVerify && e.Kind == EventEnd:
 			delete(active, e.Host)
 		}
 		maxActive = max(maxActive, len(active))
@@ -152,7 +157,7 @@ func TestDeployer_Run_OneHostAtATime(t *testing.T) {
 		switch {
 		case e.Phase == PhaseLease && e.Kind == EventBegin:
 			active[e.Host] = true
-		case e.Phase == PhaseRelease && e.Kind == EventEnd:
+		case e.Phase == PhaseVerify && e.Kind == EventEnd:
 			delete(active, e.Host)
 		}
 		maxActive = max(maxActive, len(active))
@@ -195,7 +200,7 @@ func TestDeployer_Run_Failures(t *testing.T) {
 				o.Config.Drain.Max = time.Hour
 				f.lb.stuckInFlight = "web-2"
 			},
-			wantPhase: PhaseDrain, wantMsg: "lost the host lease",
+			wantPhase: PhaseDrain, wantMsg: "lease lost",
 		},
 	}
 	for _, tc := range cases {
@@ -217,8 +222,18 @@ func TestDeployer_Run_Failures(t *testing.T) {
 			if res.OK || len(res.Hosts) != 2 {
 				t.Errorf("result ok=%v hosts=%d; want failure after 2 hosts", res.OK, len(res.Hosts))
 			}
-			if v, _ := f.agents[0].snapshot(); v != "v2" {
-				t.Errorf("web-1 runs %q, want v2 (deployed before the failure)", v)
+			// web-1 was deployed before web-2 failed: the fleet rollback
+			// returns it, unless the deploy lost its lease (then the
+			// agent's recovery owns it, which the fake does not run).
+			want1 := "v1"
+			if !tc.rolledBack {
+				want1 = "v2"
+			}
+			if v, _ := f.agents[0].snapshot(); v != want1 {
+				t.Errorf("web-1 runs %q, want %s", v, want1)
+			}
+			if tc.rolledBack && !errors.Is(err, ErrFleetRolledBack) {
+				t.Errorf("err = %v, want it to say the fleet was rolled back", err)
 			}
 			if tc.rolledBack {
 				if v, h := f.agents[1].snapshot(); v != "v1" || !h {
@@ -363,11 +378,11 @@ func TestNew_Preflight(t *testing.T) {
 }
 
 func TestBound_MarshalJSON(t *testing.T) {
-	b, err := json.Marshal(Bound{Stop: 1500 * time.Millisecond, Healthy: 500 * time.Millisecond})
+	b, err := json.Marshal(Bound{Stop: 1500 * time.Millisecond, Healthy: 500 * time.Millisecond, Verify: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"drain_seconds":0,"stop_seconds":1.5,"start_seconds":0,"healthy_seconds":0.5,"total_seconds":2}`
+	want := `{"drain_seconds":0,"stop_seconds":1.5,"start_seconds":0,"healthy_seconds":0.5,"verify_seconds":1,"total_seconds":3}`
 	if string(b) != want {
 		t.Errorf("json = %s, want %s", b, want)
 	}
@@ -383,9 +398,10 @@ func TestLowerBound(t *testing.T) {
 		mode string
 		want Bound
 	}{
-		{fleet.DrainModeBoth, Bound{Stop: 15 * time.Second}},
-		{fleet.DrainModeDeregister, Bound{Stop: 15 * time.Second}},
-		{fleet.DrainModeHealth, Bound{Drain: 5 * time.Second, Stop: 10 * time.Second, Healthy: 5 * time.Second}},
+		// min_healthy_time (default 10s) lengthens every host's deploy.
+		{fleet.DrainModeBoth, Bound{Stop: 15 * time.Second, Verify: 10 * time.Second}},
+		{fleet.DrainModeDeregister, Bound{Stop: 15 * time.Second, Verify: 10 * time.Second}},
+		{fleet.DrainModeHealth, Bound{Drain: 5 * time.Second, Stop: 10 * time.Second, Healthy: 5 * time.Second, Verify: 10 * time.Second}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.mode, func(t *testing.T) {

@@ -16,12 +16,21 @@ const (
 	PhaseStop    Phase = "stop"    // stop the old services within their grace period
 	PhaseStart   Phase = "start"   // start the new services; wait until each answers its health check
 	PhaseHealthy Phase = "healthy" // put the target back; wait until the LB reports it healthy
-	PhaseVerify  Phase = "verify"  // verify every listed service via the agent and through the LB
-	PhaseRelease Phase = "release" // mark good, release the lease
+	PhaseVerify  Phase = "verify"  // look twice: every listed service stays up min_healthy_time, LB healthy throughout
+	PhaseRelease Phase = "release" // after the whole fleet passed the sweep: mark good, release the lease
 	// PhaseRollback restores the previous definition after a failure.
 	PhaseRollback Phase = "rollback"
 	// PhaseSweep is the final verification of every host.
 	PhaseSweep Phase = "sweep"
+	// PhaseRecheck looks again at the hosts already deployed before the next
+	// batch is drained.
+	PhaseRecheck Phase = "recheck"
+	// PhaseCapacity waits until enough targets outside the next batch are
+	// healthy and in rotation (deploy.min_in_service).
+	PhaseCapacity Phase = "capacity"
+	// PhaseFleetRollback returns every host on the new version to its
+	// previous one, batch by batch.
+	PhaseFleetRollback Phase = "fleet-rollback"
 )
 
 // EventKind says what happened to a phase.
@@ -34,6 +43,9 @@ const (
 	EventFail  EventKind = "fail"
 	// EventNote is information inside a phase (a killed service, a warning).
 	EventNote EventKind = "note"
+	// EventProgress says what a waiting phase waits for; every wait emits
+	// one at least every 2s.
+	EventProgress EventKind = "progress"
 )
 
 // Event is one progress event of a deploy, as streamed by --json.

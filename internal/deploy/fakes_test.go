@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mythex/mythex/internal/agentapi"
@@ -47,6 +48,15 @@ type fakeAgent struct {
 	leases   int
 	log      []string
 	lb       *fakeLB
+	// started is when the running version started (a new instance each
+	// start); gatewayExited, when set, is when its gateway exited.
+	started       time.Time
+	gatewayExited time.Time
+	// crashFor is a version whose gateway exits after crashAfter status
+	// reads since it started (a late crash); statusReads counts them.
+	crashFor    string
+	crashAfter  int
+	statusReads int
 	// failures to inject
 	unreachable   bool
 	failStartFor  string // version whose start fails
@@ -77,9 +87,20 @@ func (a *fakeAgent) Status(context.Context) (agentapi.Status, error) {
 	if a.unreachable {
 		return agentapi.Status{}, fmt.Errorf("%w: connection refused", agentapi.ErrUnreachable)
 	}
-	st := agentapi.Status{Host: a.name, Definitions: agentapi.Definitions{Current: a.ref(a.current), Previous: a.ref(a.previous), LastGood: a.ref(a.lastGood)}}
+	st := agentapi.Status{Host: a.name, Runtime: "fake", Definitions: agentapi.Definitions{Current: a.ref(a.current), Previous: a.ref(a.previous), LastGood: a.ref(a.lastGood)}}
+	a.statusReads++
+	a.maybeCrash()
 	for _, s := range a.services {
-		st.Services = append(st.Services, agentapi.ServiceStatus{Name: s, Version: a.running, Running: a.running != ""})
+		ss := agentapi.ServiceStatus{Name: s, Version: a.running, Running: a.running != "", ID: s + "-" + a.running}
+		if !a.started.IsZero() {
+			t := a.started
+			ss.StartedAt = &t
+		}
+		if s == "gateway" && !a.gatewayExited.IsZero() {
+			t := a.gatewayExited
+			ss.Running, ss.FinishedAt = false, &t
+		}
+		st.Services = append(st.Services, ss)
 	}
 	return st, nil
 }
@@ -102,6 +123,9 @@ func (a *fakeAgent) AcquireLease(_ context.Context, fleet bool, holder string, _
 func (a *fakeAgent) RenewLease(_ context.Context, fleet bool, id string, _ time.Duration) (agentapi.Lease, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.unreachable {
+		return agentapi.Lease{}, fmt.Errorf("%w: connection refused", agentapi.ErrUnreachable)
+	}
 	if !fleet && a.loseLeaseOnce && a.lease == id {
 		a.loseLeaseOnce = false
 		a.lease = ""
@@ -169,7 +193,7 @@ func (a *fakeAgent) Stop(_ context.Context, lease string) (agentapi.StopReport, 
 		a.record("STOPPED WHILE IN ROTATION")
 	}
 	a.record("stop")
-	a.running, a.healthy = "", false
+	a.running, a.healthy, a.started, a.gatewayExited = "", false, time.Time{}, time.Time{}
 	var rep agentapi.StopReport
 	for _, s := range a.services {
 		rep.Services = append(rep.Services, agentapi.StopResult{Name: s, Killed: a.killOnStop && s == "gateway", Seconds: 0.01})
@@ -177,7 +201,16 @@ func (a *fakeAgent) Stop(_ context.Context, lease string) (agentapi.StopReport, 
 	return rep, nil
 }
 
+// maybeCrash exits the gateway of crashFor once crashAfter status reads
+// have passed since it started.
+func (a *fakeAgent) maybeCrash() {
+	if a.crashFor != "" && a.running == a.crashFor && a.gatewayExited.IsZero() && a.statusReads >= a.crashAfter {
+		a.gatewayExited, a.healthy = time.Now(), false
+	}
+}
+
 func (a *fakeAgent) startCurrent() (agentapi.StartReport, error) {
+	a.started, a.gatewayExited, a.statusReads = time.Now(), time.Time{}, 0
 	v := a.ref(a.current).Version
 	if v == a.failStartFor {
 		a.running, a.healthy = "", false
@@ -200,6 +233,7 @@ func (a *fakeAgent) Start(_ context.Context, lease string) (agentapi.StartReport
 func (a *fakeAgent) Verify(_ context.Context, services []string, version string) (agentapi.VerifyReport, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.maybeCrash()
 	rep := agentapi.VerifyReport{OK: true}
 	if len(services) == 0 {
 		services = a.services
@@ -257,6 +291,18 @@ type fakeLB struct {
 	agents  map[string]*fakeAgent
 	// stuckInFlight keeps a target's in-flight count up forever.
 	stuckInFlight string
+	// refuse makes the next n calls fail as a refused connection.
+	refuse int
+	// changes logs every register and deregister.
+	changes []string
+}
+
+func (l *fakeLB) refused() error {
+	if l.refuse > 0 {
+		l.refuse--
+		return fmt.Errorf("lb admin: dial tcp 127.0.0.1:1: %w", syscall.ECONNREFUSED)
+	}
+	return nil
 }
 
 type fakeTarget struct {
@@ -292,6 +338,12 @@ func (l *fakeLB) Settings(context.Context) (lbport.Settings, error) {
 func (l *fakeLB) Apply(context.Context, lbport.Settings) error { return lbport.ErrUnsupported }
 
 func (l *fakeLB) Describe(ctx context.Context, refs ...lbport.TargetRef) ([]lbport.Target, error) {
+	l.mu.Lock()
+	err := l.refused()
+	l.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	out := make([]lbport.Target, 0, len(refs))
 	for _, r := range refs {
 		t, err := l.target(ctx, r.ID)
@@ -342,6 +394,10 @@ func (l *fakeLB) target(_ context.Context, id string) (lbport.Target, error) {
 func (l *fakeLB) Register(_ context.Context, r lbport.TargetRef) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.refused(); err != nil {
+		return err
+	}
+	l.changes = append(l.changes, "register "+r.ID)
 	t := l.targets[r.ID]
 	t.registered, t.state, t.polls = true, "initial", 0
 	return nil
@@ -350,6 +406,10 @@ func (l *fakeLB) Register(_ context.Context, r lbport.TargetRef) error {
 func (l *fakeLB) Deregister(_ context.Context, r lbport.TargetRef) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.refused(); err != nil {
+		return err
+	}
+	l.changes = append(l.changes, "deregister "+r.ID)
 	t := l.targets[r.ID]
 	t.registered, t.polls = false, 0
 	return nil

@@ -28,6 +28,9 @@ func ForFleet(ctx context.Context, cfg *fleet.Loaded, version, agentToken, lbTok
 	if len(cfg.Hosts) == 0 {
 		return Options{}, &fleet.FieldError{File: cfg.Path, Field: "hosts", Msg: "no hosts: list the servers to deploy to"}
 	}
+	if err := CheckCompose(ctx, cfg); err != nil {
+		return Options{}, err
+	}
 	o := Options{
 		Config:  &cfg.Config,
 		Version: version,
@@ -59,11 +62,14 @@ func ForFleet(ctx context.Context, cfg *fleet.Loaded, version, agentToken, lbTok
 		if err != nil {
 			return Options{}, err
 		}
+		if err := CheckServices(cfg, h.Name, d); err != nil {
+			return Options{}, err
+		}
 		b, err := d.Encode()
 		if err != nil {
 			return Options{}, err
 		}
-		o.Hosts = append(o.Hosts, Host{Name: h.Name, Target: h.Target, Ref: fleetlb.Ref(cfg.LoadBalancer, h), Agent: agentapi.NewClient(h.Agent, agentToken, nil), Definition: b})
+		o.Hosts = append(o.Hosts, Host{Name: h.Name, Target: h.Target, Ref: fleetlb.Ref(cfg.LoadBalancer, h), Agent: agentapi.NewClient(h.Agent, agentToken, nil), Definition: b, Local: isLocal(h.Agent)})
 	}
 	return o, nil
 }

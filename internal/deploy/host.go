@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,232 +13,373 @@ import (
 	"github.com/mythex/mythex/internal/lbport"
 )
 
-// hostRun is one host's deploy in progress.
-type hostRun struct {
-	d     *Deployer
-	h     Host
-	res   *HostResult
-	lease string
-	// deregistered is true while the target is out of the LB by our hand.
-	deregistered bool
-	// published is true once the new definition is current on the host.
-	published bool
-}
-
-// host deploys to one host; on failure after the host was changed it rolls the
-// host back. prevVersion is what the host ran before.
-func (d *Deployer) host(ctx context.Context, h Host, prevVersion string) (res HostResult, err error) {
-	res = HostResult{Host: h.Name, PreviousVersion: prevVersion}
-	if prevVersion != "" {
+// host deploys to one host: lease, publish, drain, stop, start, healthy,
+// verify (look twice). The host lease stays held afterwards, until the whole
+// fleet passed the sweep. On failure after the host was changed it rolls the
+// host back and returns a *StepError.
+func (d *Deployer) host(ctx context.Context, st *hostState) error {
+	h := st.h
+	st.res = &HostResult{Host: h.Name, PreviousVersion: st.prevVersion}
+	if st.prevVersion != "" {
 		// The bound is for replacing a running version; a first rollout
 		// drains nothing and has none.
-		res.BoundSeconds = d.bound.Total().Seconds()
+		st.res.BoundSeconds = d.bound.Total().Seconds()
 	}
 	begin := d.clock.Now()
-	defer func() { res.Seconds = d.clock.Since(begin).Seconds() }()
-	r := &hostRun{d: d, h: h, res: &res}
+	defer func() { st.res.Seconds = d.clock.Since(begin).Seconds() }()
 
 	// Lease: refused means nothing was touched on this host.
-	if err := r.phase(ctx, PhaseLease, func(ctx context.Context) (string, error) {
-		// The watchdog or the bootstrap may hold the host lock for a moment;
-		// wait for it up to one lease TTL, then give up.
-		deadline := d.clock.Now().Add(d.o.Config.Deploy.LeaseTTL)
-		for {
-			l, err := h.Agent.AcquireLease(ctx, false, d.o.Holder, d.o.Config.Deploy.LeaseTTL)
-			if err == nil {
-				r.lease = l.ID
-				return "", nil
-			}
-			if !errors.Is(err, agentapi.ErrLeaseHeld) || !d.clock.Now().Before(deadline) {
-				return "", err
-			}
-			select {
-			case <-ctx.Done():
-				return "", ctx.Err()
-			case <-d.clock.After(10 * d.o.Poll):
-			}
-		}
+	if err := d.phase(ctx, st, PhaseLease, func(ctx context.Context) (string, error) {
+		return "", d.acquireHostLease(ctx, st)
 	}); err != nil {
-		return res, r.fail(PhaseLease, err, false)
+		return d.fail(st, PhaseLease, err)
 	}
 	hostCtx, cancel := context.WithCancelCause(ctx)
-	stopRenew := r.renew(hostCtx, cancel)
-	defer func() {
-		stopRenew()
-		cancel(nil)
-	}()
+	defer cancel(nil)
+	// The lease is kept until the fleet's verdict — through a Ctrl-C'd
+	// deploy's rollback too — so the keeper outlives this function; while
+	// the host deploys, losing the lease cancels it.
+	kctx, stopKeep := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { st.lease.keep(kctx, func(err error) { cancel(err) }) })
+	st.stopKeep = func() {
+		stopKeep()
+		wg.Wait()
+	}
 
 	phases := []struct {
 		p  Phase
 		fn func(context.Context) (string, error)
 	}{
-		{PhasePublish, r.publish},
-		{PhaseDrain, r.drain},
-		{PhaseStop, r.stop},
-		{PhaseStart, r.start},
-		{PhaseHealthy, r.healthy},
-		{PhaseVerify, r.verify},
+		{PhasePublish, func(ctx context.Context) (string, error) { return d.publish(ctx, st) }},
+		{PhaseDrain, func(ctx context.Context) (string, error) { return d.drain(ctx, st, PhaseDrain) }},
+		{PhaseStop, func(ctx context.Context) (string, error) { return d.stop(ctx, st) }},
+		{PhaseStart, func(ctx context.Context) (string, error) { return d.start(ctx, st) }},
+		{PhaseHealthy, func(ctx context.Context) (string, error) { return d.putBack(ctx, st, PhaseHealthy) }},
+		{PhaseVerify, func(ctx context.Context) (string, error) { return d.verify(ctx, st) }},
 	}
 	for _, ph := range phases {
-		if err := r.phase(hostCtx, ph.p, ph.fn); err != nil {
-			if cause := context.Cause(hostCtx); cause != nil && !errors.Is(cause, context.Canceled) {
-				err = fmt.Errorf("%w (%v)", err, cause)
+		if err := d.phase(hostCtx, st, ph.p, ph.fn); err != nil {
+			if cause := context.Cause(hostCtx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(err, cause) {
+				err = fmt.Errorf("%w (%w)", err, cause)
 			}
-			stopRenew()
-			return res, r.fail(ph.p, err, r.published || r.deregistered)
+			if st.published || st.deregistered {
+				st.moved = false
+				return d.failRestore(ctx, st, ph.p, err)
+			}
+			return d.fail(st, ph.p, err)
 		}
 	}
-	stopRenew()
-	if err := r.phase(ctx, PhaseRelease, func(ctx context.Context) (string, error) {
-		if err := h.Agent.MarkGood(ctx, r.lease); err != nil {
-			return "", fmt.Errorf("mark good: %w", err)
-		}
-		return "", h.Agent.ReleaseLease(ctx, false, r.lease)
-	}); err != nil {
-		// The host is deployed and verified; only the bookkeeping failed.
-		return res, r.fail(PhaseRelease, err, false)
-	}
-	res.OK = true
-	return res, nil
+	st.moved = st.published
+	st.res.OK = true
+	return nil
 }
 
-// phase runs fn as phase p, timing it and emitting begin/end/fail.
-func (r *hostRun) phase(ctx context.Context, p Phase, fn func(context.Context) (string, error)) error {
-	d := r.d
+// acquireHostLease takes the host lease; the watchdog or the bootstrap may
+// hold the host lock for a moment, so it waits for it up to one lease TTL.
+func (d *Deployer) acquireHostLease(ctx context.Context, st *hostState) error {
+	ttl := d.o.Config.Deploy.LeaseTTL
 	begin := d.clock.Now()
-	d.emit(r.h.Name, p, EventBegin, 0, "")
+	deadline := begin.Add(ttl)
+	pr := d.progress(st.h.Name, PhaseLease)
+	for {
+		sent := d.clock.Now()
+		l, err := call(d, ctx, st.h.Name, PhaseLease, "host lease", func(ctx context.Context) (agentapi.Lease, error) {
+			return st.h.Agent.AcquireLease(ctx, false, d.o.Holder, ttl)
+		})
+		if err == nil {
+			st.lease = newLease(st.h.Agent, false, st.h.Name, l, ttl, sent, d.clock)
+			return nil
+		}
+		if !errors.Is(err, agentapi.ErrLeaseHeld) || !d.clock.Now().Before(deadline) {
+			return err
+		}
+		pr.maybe(d.clock.Since(begin), func() string { return fmt.Sprintf("waiting for the host lock: %v", err) })
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-d.clock.After(10 * d.o.Poll):
+		}
+	}
+}
+
+// phase runs fn as phase p of st's host, timing it and emitting
+// begin/end/fail.
+func (d *Deployer) phase(ctx context.Context, st *hostState, p Phase, fn func(context.Context) (string, error)) error {
+	begin := d.clock.Now()
+	d.emit(st.h.Name, p, EventBegin, 0, "")
 	detail, err := fn(ctx)
 	el := d.clock.Since(begin)
 	if err != nil && errors.Is(context.Cause(ctx), context.Canceled) {
 		// Ctrl-C: say so rather than "context canceled" from deep inside.
 		err = fmt.Errorf("interrupted: %w", context.Canceled)
 	}
-	r.res.Phases = append(r.res.Phases, PhaseTime{Phase: p, Seconds: el.Seconds()})
+	st.res.Phases = append(st.res.Phases, PhaseTime{Phase: p, Seconds: el.Seconds()})
 	if err != nil {
-		d.emit(r.h.Name, p, EventFail, el, err.Error())
+		d.emit(st.h.Name, p, EventFail, el, err.Error())
 		return err
 	}
-	d.emit(r.h.Name, p, EventEnd, el, detail)
+	d.emit(st.h.Name, p, EventEnd, el, detail)
 	return nil
 }
 
-// renew keeps the host lease alive until the returned function is called; if
-// the agent says the lease is gone, the host's context is cancelled.
-func (r *hostRun) renew(ctx context.Context, cancel context.CancelCauseFunc) func() {
-	ttl := r.d.o.Config.Deploy.LeaseTTL
-	stop := make(chan struct{})
-	var once sync.Once
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := r.d.clock.NewTicker(max(ttl/3, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.Chan():
-				if _, err := r.h.Agent.RenewLease(ctx, false, r.lease, ttl); errors.Is(err, agentapi.ErrNoLease) {
-					cancel(fmt.Errorf("lost the host lease: %w", err))
-					return
-				}
-			}
-		}
+func (d *Deployer) publish(ctx context.Context, st *hostState) (string, error) {
+	rep, err := call(d, ctx, st.h.Name, PhasePublish, "publish", func(ctx context.Context) (agentapi.PublishReport, error) {
+		return st.h.Agent.Publish(ctx, st.lease.id, st.h.Definition)
 	})
-	return func() {
-		once.Do(func() { close(stop) })
-		wg.Wait()
-	}
-}
-
-func (r *hostRun) publish(ctx context.Context) (string, error) {
-	rep, err := r.h.Agent.Publish(ctx, r.lease, r.h.Definition)
 	if err != nil {
 		return "", err
 	}
-	r.published = true
+	// A retried publish whose first try landed reports "unchanged": what
+	// counts is whether the host's current definition is now another one.
+	st.published = rep.Current.Hash != st.prevHash
 	return fmt.Sprintf("definition %s (%s)", short(rep.Current.Hash), rep.Current.Version), nil
+}
+
+// lbChange makes one change at the LB for st's host, fenced by its host
+// lease: the lease is renewed right before the change, and the change is
+// refused when the lease is gone or, by this deployer's clock, expired.
+func (d *Deployer) lbChange(ctx context.Context, st *hostState, p Phase, what string, fn func(context.Context) error) error {
+	return d.retry(ctx, st.h.Name, p, what, func(ctx context.Context) error {
+		if err := st.lease.confirm(ctx); err != nil {
+			if errors.Is(err, ErrLeaseLost) {
+				return permanentError{fmt.Errorf("refused to %s: %w", what, err)}
+			}
+			return err
+		}
+		return fn(ctx)
+	})
 }
 
 // drain takes the target out of rotation and waits until the LB reports it
 // out and idle: provably stopped, bounded by drain.max.
-func (r *hostRun) drain(ctx context.Context) (string, error) {
-	cfg := r.d.o.Config
+func (d *Deployer) drain(ctx context.Context, st *hostState, p Phase) (string, error) {
+	cfg := d.o.Config
 	mode := cfg.Deploy.DrainMode
-	if st, err := r.h.Agent.Status(ctx); err == nil && !anyRunning(st) {
+	if s, err := call(d, ctx, st.h.Name, p, "agent status", st.h.Agent.Status); err == nil && !anyRunning(s) {
 		// A first rollout: nothing serves here, so nothing can be dropped;
 		// fail-open may still list the empty target in rotation.
 		return "nothing running on the host: nothing to drain", nil
 	}
 	if mode == fleet.DrainModeDeregister || mode == fleet.DrainModeBoth {
-		if err := r.d.lb.Deregister(ctx, ref(r.h)); err != nil {
-			return "", fmt.Errorf("deregister from load balancer: %w", err)
+		if err := d.lbChange(ctx, st, p, "deregister from the load balancer", func(ctx context.Context) error {
+			return d.lb.Deregister(ctx, ref(st.h))
+		}); err != nil {
+			return "", err
 		}
-		r.deregistered = true
+		st.deregistered = true
 	}
 	if mode == fleet.DrainModeHealth || mode == fleet.DrainModeBoth {
-		if err := r.h.Agent.Drain(ctx, r.lease, r.d.o.TargetServices); err != nil {
-			return "", fmt.Errorf("flip health of %v: %w", r.d.o.TargetServices, err)
+		if err := d.retry(ctx, st.h.Name, p, "flip health", func(ctx context.Context) error {
+			return st.h.Agent.Drain(ctx, st.lease.id, d.o.TargetServices)
+		}); err != nil {
+			return "", fmt.Errorf("flip health of %v: %w", d.o.TargetServices, err)
 		}
 	}
-	t, err := r.waitDrained(ctx)
+	t, err := d.waitDrained(ctx, st, p)
 	if err != nil {
-		return "", fmt.Errorf("load balancer did not take %s out of rotation: %w", r.h.Name, err)
+		return "", fmt.Errorf("load balancer did not take %s out of rotation: %w", st.h.Name, err)
 	}
 	return fmt.Sprintf("out of rotation (%s)", describe(t)), nil
 }
 
-func (r *hostRun) stop(ctx context.Context) (string, error) {
-	rep, err := r.h.Agent.Stop(ctx, r.lease)
+func (d *Deployer) stop(ctx context.Context, st *hostState) (string, error) {
+	done := d.whileWaiting(ctx, st.h.Name, PhaseStop, func(context.Context) string {
+		return fmt.Sprintf("waiting for the agent to stop the services (stop grace period %v)", d.o.Config.Backend.StopGracePeriod)
+	})
+	rep, err := call(d, ctx, st.h.Name, PhaseStop, "stop", func(ctx context.Context) (agentapi.StopReport, error) {
+		return st.h.Agent.Stop(ctx, st.lease.id)
+	})
+	done()
 	if err != nil {
 		return "", err
 	}
 	for _, s := range rep.Services {
 		if s.Killed {
-			r.res.Killed = append(r.res.Killed, s.Name)
-			r.d.emit(r.h.Name, PhaseStop, EventNote, 0,
+			st.res.Killed = append(st.res.Killed, s.Name)
+			d.emit(st.h.Name, PhaseStop, EventNote, 0,
 				fmt.Sprintf("%s ignored SIGTERM and was killed at its stop grace period (%.1fs)", s.Name, s.Seconds))
 		}
 	}
 	return fmt.Sprintf("%d services stopped", len(rep.Services)), nil
 }
 
-func (r *hostRun) start(ctx context.Context) (string, error) {
-	rep, err := r.h.Agent.Start(ctx, r.lease)
+func (d *Deployer) start(ctx context.Context, st *hostState) (string, error) {
+	done := d.whileWaiting(ctx, st.h.Name, PhaseStart, d.startingDetail(st))
+	rep, err := call(d, ctx, st.h.Name, PhaseStart, "start", func(ctx context.Context) (agentapi.StartReport, error) {
+		return st.h.Agent.Start(ctx, st.lease.id)
+	})
+	done()
 	if err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("%d services running", len(rep.Services)), nil
 }
 
-// healthy puts the target back and waits until the LB reports it healthy.
-func (r *hostRun) healthy(ctx context.Context) (string, error) {
-	t, err := r.d.lb.Target(ctx, r.h)
+// startingDetail says which services the agent still waits for.
+func (d *Deployer) startingDetail(st *hostState) func(context.Context) string {
+	return func(ctx context.Context) string {
+		s, err := st.h.Agent.Status(ctx)
+		if err != nil {
+			return fmt.Sprintf("waiting for the agent to start the services (status: %v)", err)
+		}
+		var waiting []string
+		for _, svc := range s.Services {
+			if svc.Running && svc.Health != agentapi.HealthHealthy && svc.Health != agentapi.HealthUnknown {
+				waiting = append(waiting, svc.Name+" "+svc.Health)
+			}
+		}
+		if len(waiting) == 0 {
+			return "waiting for the agent to start the services"
+		}
+		return "waiting for the services to pass their health checks: " + strings.Join(waiting, ", ")
+	}
+}
+
+// putBack registers the target again (fenced by the host lease) and waits
+// until the LB reports it healthy and in rotation.
+func (d *Deployer) putBack(ctx context.Context, st *hostState, p Phase) (string, error) {
+	t, err := call(d, ctx, st.h.Name, p, "load balancer target", func(ctx context.Context) (lbport.Target, error) {
+		return d.lb.Target(ctx, st.h)
+	})
 	if err != nil {
 		return "", err
 	}
-	if r.deregistered || !t.Registered() || t.State == lbport.StateDraining {
-		if err := r.d.lb.Register(ctx, ref(r.h)); err != nil {
-			return "", fmt.Errorf("register with load balancer: %w", err)
+	if st.deregistered || !t.Registered() || t.State == lbport.StateDraining {
+		if err := d.lbChange(ctx, st, p, "register with the load balancer", func(ctx context.Context) error {
+			return d.lb.Register(ctx, ref(st.h))
+		}); err != nil {
+			return "", err
 		}
-		r.deregistered = false
+		st.deregistered = false
 	}
-	t, err = r.waitTarget(ctx, healthyTimeout(r.d.o.Config), lbport.InService)
+	t, err = d.waitTarget(ctx, st.h, p, healthyTimeout(d.o.Config), lbport.InService)
 	if err != nil {
-		return "", fmt.Errorf("load balancer did not report %s healthy: %w", r.h.Name, err)
+		return "", fmt.Errorf("load balancer did not report %s healthy: %w", st.h.Name, err)
 	}
 	return describe(t), nil
 }
 
-func (r *hostRun) verify(ctx context.Context) (string, error) {
-	if err := r.d.verifyAgent(ctx, r.h, r.d.o.Version); err != nil {
+// verify is the look twice: every service of deploy.verify verified by the
+// agent, then watched for min_healthy_time — the same instance, no exit, the
+// LB reporting the target healthy throughout — verified again, and seen
+// through the LB at the new version.
+func (d *Deployer) verify(ctx context.Context, st *hostState) (string, error) {
+	lk, err := d.lookTwice(ctx, st, d.o.Version, PhaseVerify)
+	if err != nil {
 		return "", err
 	}
-	if err := r.d.seeThroughLB(ctx, map[string]bool{r.h.Name: true}, r.d.o.Version); err != nil {
+	st.baseline = lk
+	if err := d.seeThroughLB(ctx, map[string]bool{st.h.Name: true}, d.o.Version); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s verified via agent and load balancer", r.d.o.Version), nil
+	return fmt.Sprintf("%s up %v and verified via agent and load balancer", d.o.Version, d.o.Config.Deploy.MinHealthyTime), nil
+}
+
+// look reads the host's status into a look at the verified services.
+func (d *Deployer) look(ctx context.Context, h Host, p Phase) (look, error) {
+	s, err := call(d, ctx, h.Name, p, "agent status", h.Agent.Status)
+	if err != nil {
+		return nil, err
+	}
+	return takeLook(s, d.o.Verify), nil
+}
+
+// lookTwice verifies the host at version, then watches it for
+// min_healthy_time and verifies again; it returns the second look.
+func (d *Deployer) lookTwice(ctx context.Context, st *hostState, version string, p Phase) (look, error) {
+	h := st.h
+	if err := d.verifyAgent(ctx, h, version); err != nil {
+		return nil, err
+	}
+	first, err := d.look(ctx, h, p)
+	if err != nil {
+		return nil, err
+	}
+	window := d.o.Config.Deploy.MinHealthyTime
+	agentEvery := min(max(window/8, d.o.Poll), time.Second)
+	// As Nomad's min_healthy_time within its healthy_deadline: a target the
+	// LB stops calling healthy (a slow check on a busy host) restarts the
+	// window; one that does not stay healthy for a whole window before the
+	// deadline fails. An exit or a restart fails at once.
+	start := d.clock.Now()
+	deadline := start.Add(window + healthyTimeout(d.o.Config))
+	begin := start
+	var lastAgent time.Time
+	wasIn := true
+	pr := d.progress(h.Name, p)
+	for {
+		t, err := call(d, ctx, h.Name, p, "load balancer target", func(ctx context.Context) (lbport.Target, error) {
+			return d.lb.Target(ctx, h)
+		})
+		if err != nil {
+			return nil, err
+		}
+		el := d.clock.Since(begin)
+		if !lbport.InService(t) {
+			if !d.clock.Now().Before(deadline) {
+				return nil, fmt.Errorf("load balancer reports %s %s: not healthy for min_healthy_time %v within %v",
+					h.Name, describe(t), window, deadline.Sub(start).Round(time.Millisecond))
+			}
+			if wasIn {
+				d.emit(h.Name, p, EventProgress, el, fmt.Sprintf("load balancer reports %s after %.1fs of min_healthy_time %v: the look starts again once it is healthy", describe(t), el.Seconds(), window))
+			}
+			begin, el = d.clock.Now(), 0
+		}
+		wasIn = lbport.InService(t)
+		if now := d.clock.Now(); now.Sub(lastAgent) >= agentEvery || el >= window {
+			lastAgent = now
+			now, err := d.look(ctx, h, p)
+			if err != nil {
+				return nil, err
+			}
+			if ch := changes(first, now); len(ch) > 0 {
+				return nil, fmt.Errorf("did not stay up for min_healthy_time %v: %s", window, strings.Join(ch, "; "))
+			}
+		}
+		if el >= window && lbport.InService(t) {
+			break
+		}
+		pr.maybe(d.clock.Since(start), func() string {
+			return fmt.Sprintf("looking twice: every service up %.1fs of %v, load balancer reports %s", el.Seconds(), window, describe(t))
+		})
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-d.clock.After(min(d.o.Poll, max(window-el, time.Millisecond))):
+		}
+	}
+	if err := d.verifyAgent(ctx, h, version); err != nil {
+		return nil, err
+	}
+	second, err := d.look(ctx, h, p)
+	if err != nil {
+		return nil, err
+	}
+	if ch := changes(first, second); len(ch) > 0 {
+		return nil, fmt.Errorf("did not stay up for min_healthy_time %v: %s", window, strings.Join(ch, "; "))
+	}
+	return second, nil
+}
+
+// lookAgain compares the host with the look taken when it was verified, asks
+// the agent to verify it again, and waits (bounded) for the LB to report it
+// healthy and in rotation.
+func (d *Deployer) lookAgain(ctx context.Context, st *hostState, version string) error {
+	now, err := d.look(ctx, st.h, PhaseRecheck)
+	if err != nil {
+		return err
+	}
+	if ch := changes(st.baseline, now); len(ch) > 0 {
+		return fmt.Errorf("did not stay up since it was verified: %s", strings.Join(ch, "; "))
+	}
+	if err := d.verifyAgent(ctx, st.h, version); err != nil {
+		return err
+	}
+	if _, err := d.waitTarget(ctx, st.h, PhaseRecheck, healthyTimeout(d.o.Config), lbport.InService); err != nil {
+		return fmt.Errorf("load balancer does not report it healthy and in rotation: %w", err)
+	}
+	return nil
 }
 
 // healthyTimeout bounds the wait for the LB to call a returned target
@@ -249,66 +391,52 @@ func healthyTimeout(cfg *fleet.Config) time.Duration {
 }
 
 // waitTarget waits until cond holds for the host's target or limit passes
-// (the error then says what the LB last reported, or its last error). The
-// deploy's Poller asks for every host being waited on in one call per poll;
-// throttling and network errors are retried at the next poll.
-func (r *hostRun) waitTarget(ctx context.Context, limit time.Duration, cond func(lbport.Target) bool) (lbport.Target, error) {
-	return r.d.poller.Wait(ctx, ref(r.h), limit, cond)
-}
-
-// fail records the failure of phase p and, when the host was changed, rolls it
-// back: the previous definition restored and running, the target back in the
-// LB and healthy, the previous version verified.
-func (r *hostRun) fail(p Phase, err error, changed bool) error {
-	r.res.Failed, r.res.Error = p, err.Error()
-	se := &StepError{Host: r.h.Name, Phase: p, Err: err}
-	if changed {
-		if rbErr := r.rollback(); rbErr != nil {
-			se.RollbackErr = rbErr
-		} else {
-			se.RolledBack = true
-			r.res.RolledBack = true
+// (the error then says what the LB last reported, or its last error), saying
+// at least every 2s what the LB reports. The deploy's Poller asks for every
+// host being waited on in one call per poll; throttling and network errors
+// are retried at the next poll.
+func (d *Deployer) waitTarget(ctx context.Context, h Host, p Phase, limit time.Duration, cond func(lbport.Target) bool) (lbport.Target, error) {
+	begin := d.clock.Now()
+	pr := d.progress(h.Name, p)
+	var mu sync.Mutex
+	var last lbport.Target
+	seen := false
+	watch := func(t lbport.Target) bool {
+		mu.Lock()
+		last, seen = t, true
+		mu.Unlock()
+		return cond(t)
+	}
+	type result struct {
+		t   lbport.Target
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		t, err := d.poller.Wait(ctx, ref(h), limit, watch)
+		done <- result{t, err}
+	}()
+	for {
+		select {
+		case r := <-done:
+			return r.t, r.err
+		case <-d.clock.After(progressEvery):
+			mu.Lock()
+			t, ok := last, seen
+			mu.Unlock()
+			pr.maybe(d.clock.Since(begin), func() string {
+				if !ok {
+					return "waiting for the load balancer to answer"
+				}
+				return "load balancer reports " + describe(t)
+			})
 		}
 	}
-	if r.lease != "" {
-		_ = r.h.Agent.ReleaseLease(context.Background(), false, r.lease)
-	}
-	return se
-}
-
-func (r *hostRun) rollback() error {
-	d := r.d
-	// A cancelled deploy (Ctrl-C) still rolls the host back, bounded in time.
-	ctx, cancel := context.WithTimeout(context.Background(), d.o.Config.Drain.Max+healthyTimeout(d.o.Config)+d.o.Config.Backend.StopGracePeriod)
-	defer cancel()
-	return r.phase(ctx, PhaseRollback, func(ctx context.Context) (string, error) {
-		if r.published && r.res.PreviousVersion == "" {
-			// A first rollout: the host ran nothing before, so nothing is
-			// restored; the new version's services are stopped.
-			if _, err := r.h.Agent.Stop(ctx, r.lease); err != nil {
-				return "", fmt.Errorf("stop the new services: %w", err)
-			}
-			return "the host ran nothing before this deploy: its new services were stopped", nil
-		}
-		if r.published {
-			if _, err := r.h.Agent.Rollback(ctx, r.lease); err != nil {
-				return "", fmt.Errorf("restore previous definition: %w", err)
-			}
-		}
-		if _, err := r.healthy(ctx); err != nil {
-			return "", err
-		}
-		if r.res.PreviousVersion != "" {
-			if err := d.verifyAgent(ctx, r.h, r.res.PreviousVersion); err != nil {
-				return "", fmt.Errorf("previous version %s: %w", r.res.PreviousVersion, err)
-			}
-		}
-		return fmt.Sprintf("back on %s, healthy and verified", r.res.PreviousVersion), nil
-	})
 }
 
 // describe says what the LB reports of t, e.g. "deregistered, nothing in
-// flight" or "healthy, in rotation, 0 in flight".
+// flight" or "unhealthy Target.FailedHealthChecks (1/2 checks passed), out
+// of rotation, 0 in flight".
 func describe(t lbport.Target) string {
 	if !t.Registered() {
 		return "deregistered, nothing in flight"

@@ -49,7 +49,7 @@ func (v *lbView) Kind() string { return v.d.Kind() }
 func (v *lbView) Describe(ctx context.Context, refs ...lbport.TargetRef) ([]lbport.Target, error) {
 	ts, err := v.d.Describe(ctx, refs...)
 	if err != nil || len(ts) != len(refs) {
-		return ts, err
+		return ts, fromLB(err)
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -77,12 +77,12 @@ func (v *lbView) Register(ctx context.Context, r lbport.TargetRef) error {
 	v.mu.Lock()
 	delete(v.outSince, r)
 	v.mu.Unlock()
-	return v.d.Register(ctx, r)
+	return fromLB(v.d.Register(ctx, r))
 }
 
 // Deregister deregisters the target.
 func (v *lbView) Deregister(ctx context.Context, r lbport.TargetRef) error {
-	return v.d.Deregister(ctx, r)
+	return fromLB(v.d.Deregister(ctx, r))
 }
 
 // Settings are the driver's.

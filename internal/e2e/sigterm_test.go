@@ -98,7 +98,7 @@ func sigtermOne(t *testing.T, bin string, cfg fleet.Config) probe.Report {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	const token = "e2e-token"
+	const token = "e2e-token-0123456789abcdef"
 
 	var apps []*exec.Cmd
 	for i, h := range cfg.Hosts {

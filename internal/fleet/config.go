@@ -261,8 +261,23 @@ type Deploy struct {
 	// relative to mythex.yml. Required by deploy.
 	Compose string `yaml:"compose"`
 	// LeaseTTL is how long a host lease lives without renewal; if the deploy
-	// dies, the host returns to its last good state after this. Default 30s.
+	// dies, the host returns to its last good state after this. Default 30s;
+	// at most 1h (MaxLeaseTTL).
 	LeaseTTL time.Duration `yaml:"lease_ttl"`
+	// MinHealthyTime is how long every service of Verify must stay up — the
+	// same instance, no exit, the load balancer reporting the target healthy
+	// throughout — before a host counts as verified: "look twice", as Nomad's
+	// update.min_healthy_time. Default 10s (Nomad's); 0 looks once.
+	MinHealthyTime time.Duration `yaml:"min_healthy_time"`
+	// MinInService is how many targets must stay healthy and in rotation
+	// outside a batch before the deploy drains it: a count ("1") or a
+	// percentage of the fleet's hosts, rounded up ("50%"), as ECS's
+	// minimumHealthyPercent. Default "1". See InService.
+	MinInService string `yaml:"min_in_service"`
+	// TargetServices are the services of the compose file the load balancer
+	// routes to: their health check is flipped to 503 in drain modes health
+	// and both. Default ["gateway"].
+	TargetServices []string `yaml:"target_services"`
 	// Hooks are commands run around a deploy. Default none.
 	Hooks Hooks `yaml:"hooks"`
 }
@@ -283,6 +298,10 @@ type Hooks struct {
 	// Timeout bounds each hook; it is interrupted, then killed. Default 30s.
 	Timeout time.Duration `yaml:"timeout"`
 }
+
+// MaxLeaseTTL is the longest deploy.lease_ttl: a dead deploy's host must
+// come back to its last good version within the hour.
+const MaxLeaseTTL = time.Hour
 
 // Timing holds the bounds `mythex check` holds the numbers to.
 type Timing struct {

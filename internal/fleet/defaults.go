@@ -31,6 +31,10 @@ func Default() Config {
 			BatchSize: 1,
 			DrainMode: DrainModeBoth,
 			LeaseTTL:  30 * time.Second,
+			// Nomad's update.min_healthy_time default.
+			MinHealthyTime: 10 * time.Second,
+			MinInService:   "1",
+			TargetServices: []string{"gateway"},
 		},
 		Timing: Timing{QuickReturnMax: 30 * time.Second},
 	}

@@ -81,6 +81,12 @@ func TestParse_Errors(t *testing.T) {
 		{"yaml syntax", "drain:\n  serve_period: 15s\n\tshutdown_timeout: 1s\n", 2, "(document)", "not valid YAML"},
 		{"empty file", "", 0, "(document)", "file is empty"},
 		{"zero interval", strings.Replace(minimal, "interval: 5s", "interval: 0s", 1), 3, "load_balancer.health_check.interval", "more than 0"},
+		{"lease ttl of 876,000h (the issue)", minimal + "deploy:\n  lease_ttl: 876000h\n", 10, "deploy.lease_ttl", "longer than 1h0m0s"},
+		{"min_in_service neither count nor percent", minimal + "deploy:\n  min_in_service: half\n", 10, "deploy.min_in_service", "percentage"},
+		{"min_in_service over 100%", minimal + "deploy:\n  min_in_service: 150%\n", 10, "deploy.min_in_service", "1% to 100%"},
+		{"two hosts, one agent", minimal + "hosts:\n  - {name: a, target: 127.0.0.1:1, agent: 127.0.0.1:9}\n  - {name: b, target: 127.0.0.1:2, agent: 127.0.0.1:9}\n", 11, "hosts[1].agent", "also used by hosts[0].agent"},
+		{"target on the LB's port", minimal + "hosts:\n  - {name: a, target: 127.0.0.1:8080}\n", 10, "hosts[0].target", "also used by load_balancer.listen"},
+		{"empty target service", minimal + "deploy:\n  target_services: [\"\"]\n", 10, "deploy.target_services[0]", "empty name"},
 		{"propagation max below margin", strings.Replace(minimal, "load_balancer:\n", "load_balancer:\n  propagation_margin: 15s\n  propagation_max: 10s\n", 1), 3, "load_balancer.propagation_max", "at least propagation_margin (15s)"},
 	}
 	for _, tc := range cases {
@@ -201,5 +207,29 @@ func TestConfig_ValidateNegative(t *testing.T) {
 	var fe *FieldError
 	if !errors.As(err, &fe) || fe.Field != "drain.pre_stop" || !errors.Is(err, ErrInvalid) {
 		t.Errorf("Validate = %v, want a drain.pre_stop FieldError", err)
+	}
+}
+
+func TestParse_DeployDefaults(t *testing.T) {
+	l, err := Parse("m.yml", []byte(minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := l.Deploy
+	if d.MinHealthyTime != 10*time.Second || d.MinInService != "1" || len(d.TargetServices) != 1 || d.TargetServices[0] != "gateway" {
+		t.Errorf("deploy defaults = %+v; want min_healthy_time 10s (Nomad), min_in_service 1, target_services [gateway]", d)
+	}
+	l, err = Parse("m.yml", []byte(minimal+"deploy:\n  target_services: [web, admin]\n  min_in_service: 50%\n  min_healthy_time: 0s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Deploy.TargetServices; len(got) != 2 || got[0] != "web" || got[1] != "admin" {
+		t.Errorf("target_services = %v, want [web admin] (the file's list replaces the default)", got)
+	}
+	if n, err := l.Deploy.InService(3); err != nil || n != 2 {
+		t.Errorf("50%% of 3 = %d, %v; want 2", n, err)
+	}
+	if l.Deploy.MinHealthyTime != 0 {
+		t.Errorf("min_healthy_time = %v, want 0 as set", l.Deploy.MinHealthyTime)
 	}
 }

@@ -15,6 +15,7 @@ func (c Config) Scaled(factor float64) Config {
 		c.Hosts[i].Vars = maps.Clone(c.Hosts[i].Vars)
 	}
 	c.Deploy.Verify = append([]string(nil), c.Deploy.Verify...)
+	c.Deploy.TargetServices = append([]string(nil), c.Deploy.TargetServices...)
 	scaleValue(reflect.ValueOf(&c).Elem(), factor)
 	return c
 }

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"regexp"
@@ -64,6 +65,26 @@ func (c *Config) validate(p *problems) {
 	atLeast(p, "deploy.batch_size", c.Deploy.BatchSize, 1)
 	oneOf(p, "deploy.drain_mode", c.Deploy.DrainMode, DrainModeDeregister, DrainModeHealth, DrainModeBoth)
 	positive(p, "deploy.lease_ttl", c.Deploy.LeaseTTL)
+	if c.Deploy.LeaseTTL > MaxLeaseTTL {
+		p.add("deploy.lease_ttl", "%v is longer than %v: a deploy that dies would leave its host off its last good version that long; use something like 30s", c.Deploy.LeaseTTL, MaxLeaseTTL)
+	}
+	notNegative(p, "deploy.min_healthy_time", c.Deploy.MinHealthyTime)
+	if _, err := c.Deploy.InService(len(c.Hosts)); err != nil {
+		var fe *FieldError
+		if errors.As(err, &fe) {
+			p.add(fe.Field, "%s", fe.Msg)
+		}
+	}
+	for i, name := range c.Deploy.TargetServices {
+		if strings.TrimSpace(name) == "" {
+			p.add(fmt.Sprintf("deploy.target_services[%d]", i), "must name a service of deploy.compose, got an empty name")
+		}
+	}
+	for i, name := range c.Deploy.Verify {
+		if strings.TrimSpace(name) == "" {
+			p.add(fmt.Sprintf("deploy.verify[%d]", i), "must name a service of deploy.compose, got an empty name")
+		}
+	}
 	for name, argv := range map[string][]string{"pre_deploy": c.Deploy.Hooks.PreDeploy, "post_deploy": c.Deploy.Hooks.PostDeploy,
 		"on_failure": c.Deploy.Hooks.OnFailure, "on_rollback": c.Deploy.Hooks.OnRollback} {
 		if len(argv) > 0 && strings.TrimSpace(argv[0]) == "" {
@@ -77,6 +98,22 @@ func (c *Config) validate(p *problems) {
 
 	names := map[string]int{}
 	targets := map[string]int{}
+	// Every address mythex listens on or dials must be its own: two hosts
+	// with one agent, or a target on the LB's own port, would deploy one
+	// host twice or route the LB to itself.
+	addrs := map[string]string{}
+	claim := func(field, addr string) {
+		if addr == "" {
+			return
+		}
+		if other, dup := addrs[addr]; dup {
+			p.add(field, "address %q is also used by %s; each target, agent and LB listener needs its own host:port", addr, other)
+			return
+		}
+		addrs[addr] = field
+	}
+	claim("load_balancer.listen", lb.Listen)
+	claim("load_balancer.admin_listen", lb.AdminListen)
 	for i, h := range c.Hosts {
 		f := fmt.Sprintf("hosts[%d]", i)
 		if j, dup := names[h.Name]; dup && h.Name != "" {
@@ -85,8 +122,11 @@ func (c *Config) validate(p *problems) {
 		names[h.Name] = i
 		if j, dup := targets[h.Target]; dup && h.Target != "" {
 			p.add(f+".target", "target %q is also used by hosts[%d]; each host needs its own", h.Target, j)
+		} else {
+			claim(f+".target", h.Target)
 		}
 		targets[h.Target] = i
+		claim(f+".agent", h.Agent)
 		if h.Name == "" {
 			p.add(f+".name", "must not be empty")
 		}

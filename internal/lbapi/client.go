@@ -40,6 +40,13 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("lb admin: %d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
 }
 
+// Transient reports whether a retry may succeed: a 5xx (the LB restarting,
+// overloaded) or 429; other refusals stay refused (lbport.IsTransient reads
+// it).
+func (e *APIError) Transient() bool {
+	return e.Status >= 500 || e.Status == http.StatusTooManyRequests
+}
+
 // Is matches the sentinel of e's status.
 func (e *APIError) Is(target error) bool {
 	switch e.Status {

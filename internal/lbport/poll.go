@@ -212,6 +212,9 @@ func Describe(t Target) string {
 	if t.Reason != ReasonNone {
 		s += " " + string(t.Reason)
 	}
+	if t.Checks != "" {
+		s += " (" + t.Checks + ")"
+	}
 	if t.State == StateUnused {
 		return s
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -63,10 +64,16 @@ func (f *fakeDriver) Describe(_ context.Context, ts ...TargetRef) ([]Target, err
 	return out, nil
 }
 
+// callLog is the ids of every Describe call, each call's sorted (the
+// Poller's order within a call is not part of its contract).
 func (f *fakeDriver) callLog() [][]string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([][]string(nil), f.calls...)
+	out := make([][]string, 0, len(f.calls))
+	for _, c := range f.calls {
+		out = append(out, slices.Sorted(slices.Values(c)))
+	}
+	return out
 }
 
 const generous = 10 * time.Second
@@ -117,7 +124,9 @@ func TestPoller_OneCallPerPollForEveryWaitedTarget(t *testing.T) {
 		t.Fatalf("a: %+v, %v", r.t, r.err)
 	}
 	f.set("b", Target{State: StateUnused, InFlight: -1})
-	clock.BlockUntilContext(ctx, 2)
+	// Three again: a's deadline stays on the fake clock after its Wait
+	// returned, so 2 would not prove the poll is asleep yet.
+	clock.BlockUntilContext(ctx, 3)
 	clock.Advance(2 * time.Second)
 	waitCall(t, f)
 	if r := <-rb; r.err != nil {

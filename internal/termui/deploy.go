@@ -134,6 +134,8 @@ func (r *DeployRenderer) plain(e deploy.Event) {
 		fmt.Fprintf(r.w, "%7.2fs  %-8s %-9s FAIL  %6.2fs  %s\n", at, host, e.Phase, e.Elapsed, e.Detail)
 	case deploy.EventNote:
 		fmt.Fprintf(r.w, "%7.2fs  %-8s %-9s note          %s\n", at, host, e.Phase, e.Detail)
+	case deploy.EventProgress:
+		fmt.Fprintf(r.w, "%7.2fs  %-8s %-9s …     %6.2fs  %s\n", at, host, e.Phase, e.Elapsed, e.Detail)
 	}
 }
 
@@ -157,6 +159,9 @@ func (r *DeployRenderer) track(e deploy.Event) {
 		l.elapsed += time.Duration(e.Elapsed * float64(time.Second))
 	case deploy.EventFail:
 		l.status, l.detail = "failed", e.Detail
+	case deploy.EventProgress:
+		// What the running phase waits for, until the phase ends.
+		l.detail = e.Detail
 	}
 }
 

@@ -18,6 +18,7 @@ func events() []deploy.Event {
 		{At: t0, Host: "web-1", Phase: deploy.PhaseDrain, Kind: deploy.EventBegin},
 		{At: t0.Add(time.Second), Host: "web-1", Phase: deploy.PhaseDrain, Kind: deploy.EventEnd, Elapsed: 1, Detail: "out of rotation"},
 		{At: t0.Add(time.Second), Host: "web-1", Phase: deploy.PhaseStop, Kind: deploy.EventNote, Detail: "gateway ignored SIGTERM"},
+		{At: t0.Add(2 * time.Second), Host: "web-2", Phase: deploy.PhaseHealthy, Kind: deploy.EventProgress, Elapsed: 1.5, Detail: "load balancer reports unhealthy (1/2 checks passed)"},
 		{At: t0.Add(2 * time.Second), Host: "web-2", Phase: deploy.PhaseStart, Kind: deploy.EventFail, Elapsed: 0.5, Detail: "exited with code 1"},
 	}
 }
@@ -29,7 +30,7 @@ func TestDeployRenderer_Modes(t *testing.T) {
 		check func(t *testing.T, out string)
 	}{
 		{"plain", Plain, func(t *testing.T, out string) {
-			for _, want := range []string{"web-1    drain     ok", "out of rotation", "note", "gateway ignored SIGTERM", "web-2    start     FAIL", "exited with code 1"} {
+			for _, want := range []string{"web-1    drain     ok", "out of rotation", "note", "gateway ignored SIGTERM", "web-2    start     FAIL", "exited with code 1", "web-2    healthy   …", "1/2 checks passed"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("output lacks %q:\n%s", want, out)
 				}

@@ -29,6 +29,8 @@ func TestNumericFields(t *testing.T) {
 		"watchdog.failures_before_heal",
 		"deploy.batch_size",
 		"deploy.lease_ttl",
+		"deploy.min_healthy_time",
+		"deploy.hooks.timeout",
 		"timing.quick_return_max",
 		"timing.margin",
 	}

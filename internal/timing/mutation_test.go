@@ -59,6 +59,13 @@ var exempt = map[string]map[direction]string{
 	"watchdog.failures_before_heal": {
 		tooLarge: "more patience heals later but never during a drain",
 	},
+	"deploy.hooks.timeout": {
+		tooLarge: "a hook's timeout bounds a notification command around the deploy, not a relation of the fleet's timing",
+	},
+	"deploy.min_healthy_time": {
+		tooSmall: "how long to look twice is a policy (Nomad's 10s), not a relation between the fleet's numbers; a shorter look lets later crashes through, which no timing proves",
+		tooLarge: "a longer look only lengthens each host's deploy; deploy.LowerBound counts it",
+	},
 	"deploy.lease_ttl": {
 		tooSmall: "the lease guards a dead deploy; its renewal period belongs to the deploy, not to the fleet's timing",
 		tooLarge: "the lease guards a dead deploy; its renewal period belongs to the deploy, not to the fleet's timing",

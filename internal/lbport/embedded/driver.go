@@ -16,6 +16,10 @@ import (
 // Driver drives the embedded load balancer through its admin API client.
 type Driver struct {
 	c *lbapi.Client
+	// HealthyThreshold is the target group's healthy threshold, for saying
+	// in Target.Checks how many passed checks a target initial or unhealthy
+	// has of those it needs; 0 leaves it unsaid.
+	HealthyThreshold int
 }
 
 var _ lbport.Driver = (*Driver)(nil)
@@ -54,7 +58,7 @@ func (d *Driver) Describe(ctx context.Context, ts ...lbport.TargetRef) ([]lbport
 		if err != nil {
 			return nil, mapErr(err)
 		}
-		return append(out, convert(st)), nil
+		return append(out, d.convert(st)), nil
 	}
 	all, err := d.c.Targets(ctx)
 	if err != nil {
@@ -70,7 +74,7 @@ func (d *Driver) Describe(ctx context.Context, ts ...lbport.TargetRef) ([]lbport
 			out = append(out, notRegistered(t))
 			continue
 		}
-		out = append(out, convert(st))
+		out = append(out, d.convert(st))
 	}
 	return out, nil
 }
@@ -89,11 +93,22 @@ func notRegistered(t lbport.TargetRef) lbport.Target {
 	return lbport.Target{ID: t.ID, Address: t.Address, State: lbport.StateUnused, Reason: lbport.ReasonNotRegistered}
 }
 
-func convert(st lbapi.TargetStatus) lbport.Target {
-	return lbport.Target{
+func (d *Driver) convert(st lbapi.TargetStatus) lbport.Target {
+	t := lbport.Target{
 		ID: st.ID, Address: st.Address, State: st.State, Reason: st.Reason,
 		Description: st.Description, InRotation: st.InRotation, InFlight: int(st.InFlight),
 	}
+	if d.HealthyThreshold > 0 && (st.State == lbport.StateInitial || st.State == lbport.StateUnhealthy) {
+		passed := 0
+		for _, c := range st.LastChecks { // newest first
+			if !c.OK {
+				break
+			}
+			passed++
+		}
+		t.Checks = fmt.Sprintf("%d/%d checks passed", min(passed, d.HealthyThreshold), d.HealthyThreshold)
+	}
+	return t
 }
 
 func mapErr(err error) error {

@@ -34,7 +34,9 @@ type Options struct {
 func Open(ctx context.Context, lbc fleet.LoadBalancer, o Options) (lbport.Driver, error) {
 	switch lbc.Kind {
 	case fleet.KindEmbedded:
-		return embedded.New(lbapi.NewClient("http://"+lbc.AdminListen, o.EmbeddedToken, nil)), nil
+		d := embedded.New(lbapi.NewClient("http://"+lbc.AdminListen, o.EmbeddedToken, nil))
+		d.HealthyThreshold = lbc.HealthCheck.HealthyThreshold
+		return d, nil
 	case fleet.KindALB:
 		if lbc.TargetGroupARN == "" {
 			return nil, &fleet.FieldError{Field: "load_balancer.target_group_arn",

@@ -51,6 +51,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -248,7 +249,13 @@ func (d *Docker) restart(ctx context.Context, name, id string) error {
 		m.Starts++
 		m.StoppedFinishedAt, m.Killed = "", false
 	}); err != nil {
-		return fmt.Errorf("docker runtime: start %s: record restart: %w", name, err)
+		// A start that cannot be recorded fails, and what it started does
+		// not stay behind: the old mark would call this container stopped
+		// while it runs.
+		if kerr := d.cli.ContainerKill(context.WithoutCancel(ctx), id, "SIGKILL"); kerr != nil {
+			d.log.Error("docker runtime: could not kill the container whose start was not recorded", "service", name, "id", short(id), "err", kerr)
+		}
+		return fmt.Errorf("docker runtime: start %s: record restart: %w; the container was killed", name, err)
 	}
 	return nil
 }
@@ -278,10 +285,26 @@ func (d *Docker) create(ctx context.Context, svc definition.Service, spec contai
 		}
 	}
 	if err := d.cli.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
-		return "", fmt.Errorf("docker runtime: start %s: container %s: %w", svc.Name, short(resp.ID), err)
+		return "", fmt.Errorf("docker runtime: start %s: container %s: %w%s", svc.Name, short(resp.ID), err, portHolderNote(svc, err))
 	}
 	d.log.Info("docker runtime: created and started container", "service", svc.Name, "version", svc.Version, "id", short(resp.ID), "name", spec.Name)
 	return resp.ID, nil
+}
+
+// portHolderNote names who holds a published port when the engine refused
+// to start a container because the port is taken ("" otherwise): the
+// engine's message names only the port.
+func portHolderNote(svc definition.Service, err error) string {
+	msg := err.Error()
+	if !strings.Contains(msg, "address already in use") && !strings.Contains(msg, "port is already allocated") {
+		return ""
+	}
+	for _, p := range svc.Ports {
+		if h, held := runtime.PortHolder(p.Published); held {
+			return fmt.Sprintf("; port %d (ports of %s) is held by %s: stop it or change the port", p.Published, svc.Name, h)
+		}
+	}
+	return ""
 }
 
 // pull pulls ref, reading the progress stream to its end.

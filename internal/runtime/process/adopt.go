@@ -49,6 +49,7 @@ func (p *Process) load() error {
 			return fmt.Errorf("process runtime: %w", err)
 		}
 	}
+	p.adoptOrStopMarked()
 	return nil
 }
 

@@ -105,6 +105,13 @@ func New(opts Options) (*Process, error) {
 	if opts.StateDir == "" {
 		return nil, errors.New("process runtime: Options.StateDir is required")
 	}
+	// Absolute: the state directory is the marker in every service's
+	// environment that finds it again (EnvRuntimeDir).
+	abs, err := filepath.Abs(opts.StateDir)
+	if err != nil {
+		return nil, fmt.Errorf("process runtime: state dir: %w", err)
+	}
+	opts.StateDir = abs
 	if opts.LogDir == "" {
 		opts.LogDir = filepath.Join(opts.StateDir, "logs")
 	}

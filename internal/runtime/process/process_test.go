@@ -134,6 +134,8 @@ func TestProcess_Environment(t *testing.T) {
 		want = append(want, k+"="+v)
 	}
 	want = append(want, "PATH="+os.Getenv("PATH"))
+	// The runtime's marker, to find its services after an agent restart.
+	want = append(want, EnvRuntimeDir+"="+p.opts.StateDir, EnvInstance+"="+instanceID(svc.Name, svc.SpecHash()))
 	slices.Sort(want)
 	got := slices.Clone(r.Env)
 	slices.Sort(got)

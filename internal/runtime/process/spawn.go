@@ -26,6 +26,9 @@ const pipeSize = 1 << 20
 // health loop). p.mu must be held.
 func (p *Process) spawn(inst *instance) error {
 	spec := inst.rec.Spec
+	if err := p.checkPort(spec.Name, spec.Process.Port); err != nil {
+		return err
+	}
 	if fi, err := os.Stat(spec.Process.WorkingDir); err != nil || !fi.IsDir() {
 		return fmt.Errorf("working directory %s (x-mythex.working_dir) is not a directory on this host: %w", spec.Process.WorkingDir, cmp.Or(err, error(syscall.ENOTDIR)))
 	}
@@ -48,7 +51,7 @@ func (p *Process) spawn(inst *instance) error {
 	cmd := &exec.Cmd{
 		Path:   exe,
 		Args:   append([]string{exe}, spec.Command...),
-		Env:    environ(spec.Environment),
+		Env:    append(environ(spec.Environment), EnvRuntimeDir+"="+p.opts.StateDir, EnvInstance+"="+inst.rec.ID),
 		Dir:    spec.Process.WorkingDir,
 		Stdout: w,
 		Stderr: w,
@@ -69,19 +72,27 @@ func (p *Process) spawn(inst *instance) error {
 		p.log.Warn("process runtime: cannot read process start time; it will not be adopted after an agent restart", "id", inst.rec.ID, "pid", pid, "err", err)
 	}
 	now := p.clock.Now()
+	rec := inst.rec
+	rec.State = runtime.StateRunning
+	rec.PID = pid
+	rec.StartTicks = ticks
+	rec.PipeInode = inode(r)
+	rec.StartedAt = now
+	rec.Detail = ""
+	// An instance nobody can find again after an agent restart must not run:
+	// it would hold its port as an orphan. No record, no start.
+	if err := writeRecord(p.opts.StateDir, rec); err != nil {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		r.Close()
+		p.log.Error("process runtime: cannot write instance record; stopped what was started", "id", inst.rec.ID, "pid", pid, "err", err)
+		return fmt.Errorf("record the instance (so that it can be found after an agent restart): %w; the process was stopped", err)
+	}
 	rn := &run{pid: pid, startedAt: now, done: make(chan struct{}), logR: r, logDone: make(chan struct{})}
+	inst.rec = rec
 	inst.run = rn
 	inst.stop = nil
 	inst.health = runtime.InitialHealth(spec.Healthcheck)
-	inst.rec.State = runtime.StateRunning
-	inst.rec.PID = pid
-	inst.rec.StartTicks = ticks
-	inst.rec.PipeInode = inode(r)
-	inst.rec.StartedAt = now
-	inst.rec.Detail = ""
-	if err := writeRecord(p.opts.StateDir, inst.rec); err != nil {
-		p.log.Error("process runtime: cannot write instance record; the instance runs but will not be adopted after an agent restart", "id", inst.rec.ID, "err", err)
-	}
 	logw := p.serviceLog(spec.Name)
 	fmt.Fprintf(logw, "mythex: %s %s started: pid %d, version %s, restart count %d\n",
 		now.UTC().Format("2006-01-02T15:04:05.000Z07:00"), inst.rec.ID, pid, spec.Version, inst.rec.RestartCount)

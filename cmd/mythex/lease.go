@@ -1,0 +1,277 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mythex/mythex/internal/agentapi"
+	"github.com/mythex/mythex/internal/auth"
+	"github.com/mythex/mythex/internal/fleet"
+)
+
+func newLeaseCmd() *cobra.Command {
+	var conn agentConnFlags
+	cmd := &cobra.Command{
+		Use:   "lease status|break",
+		Short: "Show or break the deploy leases of the fleet's hosts",
+		Long: `A deploy holds a lease on each host it changes (and one fleet lease on the
+first host, which keeps a second deploy out). The agent keeps a lease in its
+state directory, so it survives an agent restart, and when a lease runs out
+because its deploy died, the agent returns the host to its last known good
+definition and registers it with the load balancer again.
+
+lease status shows every lease: who holds it, how long it has left, when it
+was last renewed, the step of the deploy in progress, what the host returns
+to if it runs out, and whether the host is whole (restored).
+
+lease break ends a host's lease now, as if it had expired: the agent's
+recovery runs before the command returns. It refuses while the holder still
+renews the lease (a live deploy renews every third of its TTL) unless
+--force; break a live deploy's lease only once that deploy is stopped.`,
+		Example: `  mythex lease status -f examples/local/mythex.yml
+  mythex lease status -f examples/local/mythex.yml --host web-2 --json
+  mythex lease break -f examples/local/mythex.yml --host web-2
+  mythex lease break --agent 127.0.0.1:9202 --force --by alice`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runLeaseStatus(cmd.Context(), conn, os.Stdout)
+		},
+	}
+	conn.register(cmd)
+	statusCmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the host and fleet leases and whether each host is restored",
+		Long: `status asks one agent (--agent, or -f with --host) or, with -f alone, every
+host of the fleet. Exit 1 when an agent cannot be reached.`,
+		Example: `  mythex lease status -f examples/local/mythex.yml
+  mythex lease status --agent 127.0.0.1:9201 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runLeaseStatus(cmd.Context(), conn, os.Stdout)
+		},
+	}
+	var br struct {
+		fleet, force bool
+		by           string
+	}
+	breakCmd := &cobra.Command{
+		Use:   "break",
+		Short: "End a host's lease now and let its agent recover the host",
+		Long: `break ends the lease of one host (--agent, or -f with --host) as if it had
+expired: the agent returns the host to its last known good definition and
+registers it with the load balancer again, then answers. --fleet breaks the
+fleet lease instead (no recovery: it only keeps other deploys out).
+
+It refuses (exit 1) while the holder renewed the lease within the last half
+of its TTL: a deploy that is alive. --force breaks it anyway.`,
+		Example: `  mythex lease break -f examples/local/mythex.yml --host web-2
+  mythex lease break --agent 127.0.0.1:9201 --fleet
+  mythex lease break -f examples/local/mythex.yml --host web-2 --force --by alice --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if conn.agent == "" && (conn.file == "" || conn.host == "") {
+				return usagef("lease break acts on one host: give --agent ADDR, or -f mythex.yml with --host NAME")
+			}
+			c, name, err := conn.client()
+			if err != nil {
+				return err
+			}
+			by := br.by
+			if by == "" {
+				by = whoAmI()
+			}
+			st, err := c.Status(cmd.Context())
+			if err != nil {
+				return agentErr(err)
+			}
+			held := st.Lease
+			kind := "host"
+			if br.fleet {
+				held, kind = st.FleetLease, "fleet"
+			}
+			if held == nil {
+				return fmt.Errorf("%s: no %s lease is held; nothing to break", name, kind)
+			}
+			if !conn.asJSON {
+				fmt.Fprintf(os.Stderr, "%s: breaking the %s lease of %q (step %s); the agent recovers the host before it answers…\n",
+					name, kind, held.Holder, orDash(stepOf(*held)))
+			}
+			rep, err := c.BreakLease(cmd.Context(), br.fleet, br.force, by)
+			if errors.Is(err, agentapi.ErrLeaseHeld) {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			if err != nil {
+				return agentErr(err)
+			}
+			if conn.asJSON {
+				return writeLeaseJSON(os.Stdout, rep)
+			}
+			fmt.Printf("%s: %s lease of %q broken\n", name, kind, rep.Broken.Holder)
+			if r := rep.Recovery; r != nil {
+				fmt.Printf("%s: recovery %s%s\n", name, r.State, recoveryDetail(*r))
+				if r.State != agentapi.RecoveryRestored {
+					return fmt.Errorf("%s: the host is not restored: %s", name, r.Error)
+				}
+			}
+			return nil
+		},
+	}
+	breakCmd.Flags().BoolVar(&br.fleet, "fleet", false, "break the fleet lease instead of the host lease")
+	breakCmd.Flags().BoolVar(&br.force, "force", false, "break a lease its holder still renews")
+	breakCmd.Flags().StringVar(&br.by, "by", "", "who breaks it, for the agent's log (default $USER@hostname)")
+	cmd.AddCommand(statusCmd, breakCmd)
+	return cmd
+}
+
+// leaseRow is one host's answer in lease status.
+type leaseRow struct {
+	Host       string                  `json:"host"`
+	Agent      string                  `json:"agent"`
+	Lease      *agentapi.Lease         `json:"lease,omitempty"`
+	FleetLease *agentapi.Lease         `json:"fleet_lease,omitempty"`
+	Restore    *agentapi.RestoreStatus `json:"restore,omitempty"`
+	Recovery   *agentapi.Recovery      `json:"recovery,omitempty"`
+	Error      string                  `json:"error,omitempty"`
+}
+
+func runLeaseStatus(ctx context.Context, conn agentConnFlags, out io.Writer) error {
+	type target struct{ name, addr string }
+	var targets []target
+	var token string
+	if conn.file != "" && conn.host == "" && conn.agent == "" {
+		t, err := auth.LoadToken(conn.tokenFile, agentTokenEnv)
+		if err != nil {
+			return usagef("agent token: %v", err)
+		}
+		token = t
+		cfg, err := fleet.Load(conn.file)
+		if err != nil {
+			return err
+		}
+		for _, h := range cfg.Hosts {
+			targets = append(targets, target{h.Name, h.Agent})
+		}
+	}
+	var rows []leaseRow
+	ask := func(c *agentapi.Client, name string) leaseRow {
+		row := leaseRow{Host: name, Agent: c.Base()}
+		st, err := c.Status(ctx)
+		if err != nil {
+			row.Error = err.Error()
+			return row
+		}
+		row.Lease, row.FleetLease, row.Restore, row.Recovery = st.Lease, st.FleetLease, st.Restore, st.Recovery
+		return row
+	}
+	if targets == nil {
+		c, name, err := conn.client()
+		if err != nil {
+			return err
+		}
+		rows = append(rows, ask(c, name))
+	} else {
+		for _, t := range targets {
+			rows = append(rows, ask(agentapi.NewClient(t.addr, token, &http.Client{Timeout: 30 * time.Second}), t.name))
+		}
+	}
+	var failed []string
+	for _, r := range rows {
+		if r.Error != "" {
+			failed = append(failed, r.Host)
+		}
+	}
+	if conn.asJSON {
+		if err := writeLeaseJSON(out, rows); err != nil {
+			return err
+		}
+	} else {
+		printLeaseTable(out, rows, time.Now())
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("could not ask the agents of %v", failed)
+	}
+	return nil
+}
+
+func printLeaseTable(out io.Writer, rows []leaseRow, now time.Time) {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "HOST\tLEASE\tHOLDER\tLEFT\tRENEWED\tSTEP\tRESTORES TO\tHOST STATE")
+	for _, r := range rows {
+		if r.Error != "" {
+			fmt.Fprintf(tw, "%s\t?\t-\t-\t-\t-\t-\tunreachable: %s\n", r.Host, r.Error)
+			continue
+		}
+		state := "-"
+		if r.Restore != nil {
+			state = "restored (" + r.Restore.Version + ")"
+			if !r.Restore.Restored {
+				state = "NOT restored: " + r.Restore.Reason
+			}
+		}
+		if r.Recovery != nil && r.Recovery.State == agentapi.RecoveryRunning {
+			state = "recovering from the lease of " + r.Recovery.Holder
+		}
+		leases := 0
+		for _, l := range []struct {
+			kind string
+			l    *agentapi.Lease
+		}{{"host", r.Lease}, {"fleet", r.FleetLease}} {
+			if l.l == nil {
+				continue
+			}
+			leases++
+			renewed := "-"
+			if l.l.Renewed != nil {
+				renewed = now.Sub(*l.l.Renewed).Round(100*time.Millisecond).String() + " ago"
+			}
+			restore := "-"
+			if l.l.Restore != nil {
+				restore = l.l.Restore.Version
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Host, l.kind, l.l.Holder,
+				max(l.l.Expires.Sub(now), 0).Round(100*time.Millisecond), renewed, orDash(stepOf(*l.l)), restore, state)
+		}
+		if leases == 0 {
+			fmt.Fprintf(tw, "%s\tnone\t-\t-\t-\t-\t-\t%s\n", r.Host, state)
+		}
+	}
+	_ = tw.Flush()
+}
+
+func stepOf(l agentapi.Lease) string {
+	if l.Step == "" {
+		return ""
+	}
+	return l.Step + " (" + l.StepState + ")"
+}
+
+func recoveryDetail(r agentapi.Recovery) string {
+	s := ""
+	if r.Version != "" {
+		s += ": back on " + r.Version
+	} else if r.State == agentapi.RecoveryRestored {
+		s += ": the host ran nothing before that deploy; its new services were stopped"
+	}
+	if r.Registered {
+		s += ", registered with the load balancer"
+	}
+	if r.Error != "" {
+		s += ": " + r.Error
+	}
+	return s
+}
+
+func writeLeaseJSON(out io.Writer, v any) error {
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

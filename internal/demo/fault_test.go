@@ -1,0 +1,95 @@
+package demo
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mythex/mythex/internal/fleet"
+)
+
+// TestDemo_Faults runs every fault of `mythex demo --fault` end to end, at
+// the test scale under load from the prober, and asserts the fleet's final
+// state — every host on one verified version, its last known good, healthy
+// and in rotation — and the requests that reached nothing against the
+// fault's bound.
+func TestDemo_Faults(t *testing.T) {
+	bin := mythexBin(t)
+	cases := []struct {
+		fault string
+		// want is the version the fleet must end on; "" is either, as long
+		// as it is one.
+		want string
+		// reached is the hosts the new version may have been started on.
+		reached []string
+		// hosts is the fleet's size; default 2.
+		hosts int
+	}{
+		// The issue's case: a release whose gateway exits after it served
+		// never reaches a second host.
+		{"late-crash", "v1", []string{"web-1"}, 0},
+		// web-2 deregistered by an operator: web-1 is never drained.
+		{"degraded-fleet", "v1", nil, 0},
+		// The deployer dies mid-deploy: the agents' lease-expiry recovery
+		// returns every host to v1 and into rotation.
+		// Three hosts: the two the dead deploy touched recover at once, on
+		// their own (the agents ask the LB for no capacity); web-3 serves
+		// meanwhile.
+		{"deployer-kill", "v1", []string{"web-1", "web-2"}, 3},
+		// The LB restarts while web-2 drains: the deploy completes.
+		{"lb-restart", "v2", []string{"web-1", "web-2"}, 0},
+		// web-1's agent dies as web-1 stops and comes back a lease TTL
+		// later: whether the deploy carries on or rolls back, one version
+		// everywhere. (Every phase: internal/e2e's agent-kill matrix.)
+		{"agent-kill", "", []string{"web-1", "web-2"}, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.fault, func(t *testing.T) {
+			// Two fleets at a time (-parallel is GOMAXPROCS): the suite's
+			// time stays bounded; every wait has room on a loaded machine.
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: max(tc.hosts, 2), Rate: 100, Exe: bin, Dir: t.TempDir(),
+				Fault: tc.fault,
+				Adjust: func(c *fleet.Config) {
+					c.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
+					// A race-enabled LB on a loaded machine checks late: a
+					// wider drain keeps the overlap (serve period > the LB's
+					// detection) true for recoveries that flip health
+					// without a deregistration (deployer-kill).
+					c.Drain.ServePeriod = 2500 * time.Millisecond
+					c.Backend.StopGracePeriod = 4 * time.Second
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fr := sum.FaultReport
+			if fr == nil || fr.Fault != tc.fault {
+				t.Fatalf("fault report = %+v", fr)
+			}
+			if fr.FleetVersionAfter == "" || (tc.want != "" && fr.FleetVersionAfter != tc.want) {
+				t.Errorf("fleet after = %q (%s), want every host on %s", fr.FleetVersionAfter, fr.Unsettled, tc.want)
+			}
+			if fr.ReachedNothing > fr.ReachedNothingBound {
+				t.Errorf("%d requests reached nothing, bound %d (probe %+v)", fr.ReachedNothing, fr.ReachedNothingBound, sum.Deploys[0].Probe)
+			}
+			// The deployer-kill release may be killed before web-2 starts.
+			for _, h := range fr.HostsReached {
+				if !slices.Contains(tc.reached, h) {
+					t.Errorf("the new version reached %v, want at most %v", fr.HostsReached, tc.reached)
+				}
+			}
+			if tc.fault == "late-crash" && !fr.RolledBack {
+				t.Error("late-crash: not reported rolled back")
+			}
+			if sum.Deploys[0].Probe.Requests < 100 {
+				t.Errorf("only %d requests were sent", sum.Deploys[0].Probe.Requests)
+			}
+			if !sum.OK() {
+				t.Errorf("summary not OK: %+v", fr)
+			}
+		})
+	}
+}

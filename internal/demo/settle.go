@@ -1,0 +1,141 @@
+package demo
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/mythex/mythex/internal/deploy"
+	"github.com/mythex/mythex/internal/lbport"
+)
+
+// Settle waits, bounded by limit, until the fleet is in one final state:
+// every host's current definition is the same version and its last known
+// good, no deploy lease is held (no recovery running), the agent verifies
+// every service, and the load balancer reports every target healthy and in
+// rotation. It returns that version, or "" and what was still wrong when
+// limit passed.
+func (f *Fleet) Settle(ctx context.Context, limit time.Duration) (string, string) {
+	deadline := time.Now().Add(limit)
+	for {
+		v, problem := f.finalState(ctx)
+		if problem == "" {
+			return v, ""
+		}
+		if !time.Now().Before(deadline) || ctx.Err() != nil {
+			return "", problem
+		}
+		sleepCtx(ctx, 100*time.Millisecond)
+	}
+}
+
+func (f *Fleet) finalState(ctx context.Context) (string, string) {
+	version := ""
+	lbc := f.lbClient()
+	for i, h := range f.Loaded.Hosts {
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		st, err := f.Agent(i).Status(sctx)
+		cancel()
+		if err != nil {
+			return "", fmt.Sprintf("%s: agent: %v", h.Name, err)
+		}
+		cur, good := st.Definitions.Current, st.Definitions.LastGood
+		switch {
+		case cur == nil:
+			return "", h.Name + ": nothing published"
+		case good == nil || good.Hash != cur.Hash:
+			return "", fmt.Sprintf("%s: runs %s, not its last known good", h.Name, cur.Version)
+		case st.Lease != nil:
+			return "", fmt.Sprintf("%s: host lease held by %s", h.Name, st.Lease.Holder)
+		case version != "" && cur.Version != version:
+			return "", fmt.Sprintf("the fleet runs two versions: %s and %s (%s)", version, cur.Version, h.Name)
+		}
+		version = cur.Version
+		sctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+		rep, err := f.Agent(i).Verify(sctx, nil, version)
+		cancel()
+		if err != nil || !rep.OK {
+			return "", fmt.Sprintf("%s: agent does not verify %s (%v)", h.Name, version, err)
+		}
+		sctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+		t, err := lbc.Target(sctx, h.Name)
+		cancel()
+		if err != nil {
+			return "", fmt.Sprintf("%s: load balancer: %v", h.Name, err)
+		}
+		if t.State != lbport.StateHealthy || !t.InRotation {
+			return "", fmt.Sprintf("%s: load balancer reports it %s, in rotation %v", h.Name, t.State, t.InRotation)
+		}
+	}
+	return version, ""
+}
+
+// killedDeploy runs `mythex deploy --json` as its own process and SIGKILLs
+// it when the second host begins to stop (the deployer-kill fault): the
+// first host is then on the new version, not yet recorded as good, and the
+// second is drained with its old services stopping.
+func killedDeploy(ctx context.Context, f *Fleet, exe, version string, obs deploy.Observer) (deploy.Result, error) {
+	res := deploy.Result{Version: version}
+	victim := f.Loaded.Hosts[min(1, len(f.Loaded.Hosts)-1)].Name
+	logf, err := os.Create(filepath.Join(f.dir, "deploy-"+version+".log"))
+	if err != nil {
+		return res, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, "deploy", "-f", f.Loaded.Path, "--version", version, "--json", "--holder", "mythex demo "+version+" (to be killed)")
+	cmd.Env = append(os.Environ(), "MYTHEX_AGENT_TOKEN="+f.AgentToken, "MYTHEX_LB_TOKEN="+f.LBToken)
+	cmd.Stderr = logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return res, err
+	}
+	if err := cmd.Start(); err != nil {
+		return res, fmt.Errorf("start the deployer: %w", err)
+	}
+	killed := ""
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		fmt.Fprintf(logf, "%s\n", line)
+		var e deploy.Event
+		if json.Unmarshal(line, &e) != nil || e.Phase == "" {
+			var r deploy.Result
+			if json.Unmarshal(line, &r) == nil && r.Version != "" {
+				res = r
+			}
+			continue
+		}
+		if obs != nil {
+			obs.Event(e)
+		}
+		if killed == "" && e.Host == victim && e.Phase == deploy.PhaseStop && e.Kind == deploy.EventBegin {
+			_ = cmd.Process.Kill()
+			killed = fmt.Sprintf("deployer SIGKILLed as %s began to stop", victim)
+			if obs != nil {
+				obs.Event(deploy.Event{At: time.Now(), Host: victim, Phase: deploy.PhaseStop, Kind: deploy.EventNote, Detail: killed})
+			}
+		}
+		if ctx.Err() != nil {
+			_ = cmd.Process.Kill()
+		}
+	}
+	werr := cmd.Wait()
+	switch {
+	case ctx.Err() != nil:
+		return res, ctx.Err()
+	case killed != "":
+		return res, errors.New(killed)
+	case werr != nil:
+		return res, fmt.Errorf("the deployer failed before the kill point: %v (see %s)", werr, logf.Name())
+	}
+	return res, errors.New("the deploy finished before the kill point was reached")
+}
