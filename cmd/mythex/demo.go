@@ -10,13 +10,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mythex/mythex/internal/demo"
+	"github.com/mythex/mythex/internal/deployrec"
 	"github.com/mythex/mythex/internal/termui"
 )
 
 func newDemoCmd() *cobra.Command {
 	var (
-		o      demo.Options
-		asJSON bool
+		o          demo.Options
+		asJSON     bool
+		reportPath string
 	)
 	cmd := &cobra.Command{
 		Use:   "demo [--profile after|before] [--rate 200] [--deploys 1]",
@@ -59,6 +61,11 @@ Every duration is multiplied by --time-scale so the demo ends in well under a
 minute; the relations between them, which are what matter, stay as they are.
 Ctrl-C stops it and every process it started.
 
+--report FILE.html writes every deploy under load as one self-contained HTML
+page: requests per second by outcome, each host's phases, the load
+balancer's view of each target, the versions answering and the latency, on
+one time axis, with the verdict, the timing invariants and the config.
+
 Exit status: 0 when every deploy succeeded and no request reached nothing
 (with --fault: when mythex handled the fault as expected), 1 otherwise, 2
 for bad flags.`,
@@ -67,8 +74,10 @@ for bad flags.`,
   go run ./cmd/mythex demo --lb haproxy
   go run ./cmd/mythex demo --lb alb
   go run ./cmd/mythex demo --runtime docker
+  go run ./cmd/mythex demo --report demo.html
   go run ./cmd/mythex demo --deploys 20 --rate 500 --json | jq '{requests, reached_nothing}'
   go run ./cmd/mythex demo --fault late-crash
+  go run ./cmd/mythex demo --fault late-crash --report late-crash.html
   go run ./cmd/mythex demo --fault lb-restart --json | jq '{fault, rolled_back, fleet_version_after, reached_nothing, reached_nothing_bound}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -94,6 +103,12 @@ for bad flags.`,
 			case o.Fault != "" && cmd.Flags().Changed("deploys") && o.Deploys != 1:
 				return usagef("--fault runs one deploy; leave out --deploys")
 			}
+			if err := checkReportPath(reportPath); err != nil {
+				return err
+			}
+			if reportPath != "" {
+				o.Recorder = deployrec.New("mythex "+strings.Join(os.Args[1:], " "), nil)
+			}
 			var out io.Writer = os.Stdout
 			o.Mode = termui.Plain
 			switch {
@@ -105,6 +120,10 @@ for bad flags.`,
 			o.Out = out
 			sum, err := demo.Run(cmd.Context(), o)
 			if err != nil {
+				if reportPath != "" && len(o.Recorder.Recording().Deploys) > 0 {
+					// A demo cut short still leaves the report of what it saw.
+					_ = writeReport(reportPath, o.Recorder.Recording(), os.Stderr)
+				}
 				return err
 			}
 			if asJSON {
@@ -112,6 +131,15 @@ for bad flags.`,
 				fmt.Println(string(b))
 			} else {
 				printDemoSummary(os.Stdout, sum)
+			}
+			if reportPath != "" {
+				progress := os.Stdout
+				if asJSON {
+					progress = os.Stderr
+				}
+				if err := writeReport(reportPath, o.Recorder.Recording(), progress); err != nil {
+					return err
+				}
 			}
 			if !sum.OK() {
 				return silentExit(exitFailed)
@@ -129,6 +157,7 @@ for bad flags.`,
 	fl.StringVar(&o.Runtime, "runtime", demo.RuntimeProcess, "what runs the services: process, or docker (containers on the local Docker engine; a static mythex for the image is built from source when this one is not)")
 	fl.StringVar(&o.LB, "lb", demo.LBEmbedded, "the load balancer: embedded (mythex lb, in this process), haproxy (a real HAProxy, driven through its Runtime API) or alb (the embedded LB driven through the alb driver and its ELBv2 endpoint)")
 	fl.StringVar(&o.Fault, "fault", "", "inject one fault into the deploy: "+strings.Join(demo.FaultNames(), ", "))
+	fl.StringVar(&reportPath, "report", "", "write an HTML report of every deploy under load to this file (self-contained, opens offline)")
 	fl.BoolVar(&asJSON, "json", false, `print {"requests", "reached_nothing", "deploys": [...]} as JSON instead of progress`)
 	return cmd
 }

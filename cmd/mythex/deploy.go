@@ -18,6 +18,7 @@ import (
 	"github.com/mythex/mythex/internal/auth"
 	"github.com/mythex/mythex/internal/definition"
 	"github.com/mythex/mythex/internal/deploy"
+	"github.com/mythex/mythex/internal/deployrec"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/runtime/docker"
 	"github.com/mythex/mythex/internal/termui"
@@ -33,6 +34,11 @@ type deployFlags struct {
 	holder         string
 	targetServices []string
 	allowDowntime  bool
+	// report, measureURL and rate are --report, --measure and --rate.
+	report     string
+	measureURL string
+	rate       float64
+	rateSet    bool
 }
 
 func newDeployCmd() *cobra.Command {
@@ -75,6 +81,16 @@ moment (a refused connection) are retried, bounded; every wait prints what
 it waits for at least every 2s. A closed stdout (mythex deploy | head) only
 drops output; Ctrl-C or SIGTERM rolls back what was changed.
 
+--measure URL runs the prober (as mythex measure does) through the deploy,
+from a moment before it to a tail after it, at --rate requests per second:
+a deploy that succeeds but lets a request reach nothing exits 1.
+--report FILE.html writes the deploy as one self-contained HTML page (its
+phases, the load balancer's view of each target, and with --measure the
+requests by outcome, versions answering and latency, second by second).
+With --json the prober's seconds join the event stream as
+{"kind":"probe_second",...} lines, and its summary goes to stderr as
+{"kind":"probe","report":{...}} (stdout still ends with the result).
+
 Tokens: the agents' from --agent-token-file or $` + agentTokenEnv + `, the load
 balancer's from --lb-token-file, load_balancer.admin_token_file or $` + lbTokenEnv + `.
 
@@ -85,9 +101,14 @@ target service missing from deploy.compose, a missing executable or image),
 an unreachable agent or load balancer, or another deploy in progress —
 nothing was changed.`,
 		Example: `  mythex deploy -f examples/local/mythex.yml --version v2
+  mythex deploy -f mythex.yml --version v2 --measure http://127.0.0.1:8080/ --rate 200 --report deploy.html
   mythex deploy -f mythex.yml --version "$(git rev-parse --short HEAD)" --json > deploy-events.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.rateSet = cmd.Flags().Changed("rate")
+			if err := checkMeasureFlags(f); err != nil {
+				return err
+			}
 			cfg, err := fleet.Load(f.file)
 			if err != nil {
 				return err
@@ -118,6 +139,9 @@ nothing was changed.`,
 	fl.StringVar(&f.holder, "holder", "", "who deploys, shown in leases (default: deploy V by $USER)")
 	fl.StringSliceVar(&f.targetServices, "target-service", nil, "services the load balancer routes to, flipped to 503 in health drain mode (default deploy.target_services of mythex.yml)")
 	fl.BoolVar(&f.allowDowntime, "allow-downtime", false, "deploy even when a batch takes every host out of rotation (a single host, or deploy.batch_size ≥ hosts)")
+	fl.StringVar(&f.report, "report", "", "write an HTML report of the deploy to this file (self-contained, opens offline)")
+	fl.StringVar(&f.measureURL, "measure", "", "probe this URL through the deploy and count the requests that reached nothing (e.g. the load balancer's listener)")
+	fl.Float64Var(&f.rate, "rate", 200, "with --measure: requests per second")
 	_ = cmd.MarkFlagRequired("version")
 	return cmd
 }
@@ -178,8 +202,22 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 		// Under `mythex measure --`: count seconds from the prober's second 0.
 		start = t0
 	}
+	if mode == termui.JSON && f.measureURL != "" {
+		// The prober's seconds and the deploy's events share the stream.
+		out = &lockedWriter{w: out}
+	}
 	r := termui.NewDeployRendererAt(out, mode, start)
-	o.Holder, o.Observer, o.AllowDowntime = holder, r, f.allowDowntime
+	var rec *deployrec.Recorder // nil records nothing
+	if f.report != "" || f.measureURL != "" {
+		rec = deployrec.New("mythex "+strings.Join(os.Args[1:], " "), nil)
+		rec.SetFleet(cfg.Config)
+		var hosts []string
+		for _, h := range cfg.Hosts {
+			hosts = append(hosts, h.Name)
+		}
+		rec.BeginDeploy("", f.version, hosts)
+	}
+	o.Holder, o.Observer, o.AllowDowntime = holder, rec.Observe(r), f.allowDowntime
 	if len(f.targetServices) > 0 {
 		o.TargetServices = f.targetServices
 	}
@@ -189,8 +227,15 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 		r.Close()
 		return deploy.Result{}, err
 	}
+	lm, err := startDeployLoad(ctx, cfg, f, rec, out)
+	if err != nil {
+		r.Close()
+		return deploy.Result{}, err
+	}
 	began := time.Now()
 	res, err := d.Run(ctx)
+	rec.EndDeploy(res, err)
+	probed := lm.stop(ctx)
 	r.Close()
 	recordDeployHistory(ctx, o.Hosts, holder, began, res, err, errOut)
 	switch {
@@ -199,6 +244,26 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 		fmt.Fprintf(out, "%s\n", b)
 	case len(res.Hosts) > 0:
 		printDeploySummary(out, res, err)
+	}
+	if probed != nil {
+		if f.asJSON {
+			b, _ := json.Marshal(map[string]any{"kind": "probe", "report": probed})
+			fmt.Fprintf(errOut, "%s\n", b)
+		} else {
+			fmt.Fprintf(out, "measured %s at %g req/s: %s\n", probed.URL, probed.Rate, deployrec.Judge(rec.Recording().Deploys[0]).Headline)
+		}
+	}
+	if f.report != "" {
+		progress := out
+		if f.asJSON {
+			progress = errOut
+		}
+		if werr := writeReport(f.report, rec.Recording(), progress); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if err == nil && probed != nil && probed.ReachedNothing > 0 {
+		err = withCode(exitFailed, fmt.Errorf("the deploy succeeded, but %d of %d requests to %s reached nothing", probed.ReachedNothing, probed.Requests, probed.URL))
 	}
 	return res, err
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
+	"github.com/mythex/mythex/internal/deployrec"
 	"github.com/mythex/mythex/internal/probe"
 )
 
@@ -34,6 +35,7 @@ type measureOptions struct {
 	healthPath    string
 	jsonOut       bool
 	quiet         bool
+	report        string
 }
 
 // commandWaitDelay is how long a command gets to exit after it was asked to
@@ -82,6 +84,9 @@ same verdict: "verdict" (pass, fail, incomplete), "verdict_reason" and
   mythex measure --url http://lb.internal/ --rate 200 --max-dropped 0 --json \
       -- mythex deploy -f mythex.yml --version "$V"
 
+  # the same, as an HTML report (requests by outcome, versions, latency per second)
+  mythex measure --url http://127.0.0.1:8080/ --duration 60s --report measure.html
+
   # watch a target's health endpoint: its 503s are drain signals, not errors
   mythex measure --url http://10.0.0.5:8081/healthz --rate 20 --duration 60s`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -112,6 +117,7 @@ same verdict: "verdict" (pass, fail, incomplete), "verdict_reason" and
 	f.StringVar(&o.healthPath, "health-path", probe.DefaultHealthPath, "the targets' health path: when --url's path equals it, a 503 is a drain signal")
 	f.BoolVar(&o.jsonOut, "json", false, "print the report as JSON on stdout")
 	f.BoolVar(&o.quiet, "quiet", false, "nothing on stderr but warnings and errors (no header, no per-second timeline)")
+	f.StringVar(&o.report, "report", "", "write an HTML report (requests by outcome, versions answering, latency, per second) to this file")
 	return cmd
 }
 
@@ -147,6 +153,9 @@ func runMeasure(ctx context.Context, o measureOptions, argv []string, mio measur
 	case o.timeout == 0:
 		return usagef("--timeout 0: give the per-request time limit, e.g. 2s (a request slower than it reached nothing)")
 	}
+	if err := checkReportPath(o.report); err != nil {
+		return err
+	}
 	var cmdPath string
 	if withCommand {
 		p, err := exec.LookPath(argv[0])
@@ -172,8 +181,18 @@ func runMeasure(ctx context.Context, o measureOptions, argv []string, mio measur
 		cfg.Duration = o.duration
 	}
 	deps := probe.Deps{}
-	if !o.quiet {
-		deps.OnBucket = func(b probe.Bucket) { fmt.Fprintln(mio.stderr, probe.TimelineLine(b, style)) }
+	var rec *deployrec.Recorder // nil records nothing
+	if o.report != "" {
+		rec = deployrec.New("mythex "+strings.Join(os.Args[1:], " "), nil)
+	}
+	switch {
+	case !o.quiet:
+		deps.OnBucket = func(b probe.Bucket) {
+			rec.ProbeSecond(b)
+			fmt.Fprintln(mio.stderr, probe.TimelineLine(b, style))
+		}
+	case rec != nil:
+		deps.OnBucket = rec.ProbeSecond
 	}
 	p, err := probe.New(cfg, deps)
 	if err != nil {
@@ -191,6 +210,7 @@ func runMeasure(ctx context.Context, o measureOptions, argv []string, mio measur
 		fmt.Fprintln(mio.stderr, probe.TimelineHeader())
 	}
 
+	rec.ProbeStarted(cfg.URL, cfg.Rate)
 	probeStart := time.Now() // the timeline's second 0: request 0 is due at Start
 	if err := p.Start(ctx); err != nil {
 		return fmt.Errorf("start probe: %w", err)
@@ -217,6 +237,12 @@ func runMeasure(ctx context.Context, o measureOptions, argv []string, mio measur
 	report := p.Stop()
 	report.Command = cmdResult
 	interrupted := ctx.Err() != nil
+	rec.ProbeStopped(report)
+	if o.report != "" {
+		if err := writeReport(o.report, rec.Recording(), mio.stderr); err != nil {
+			return err
+		}
+	}
 
 	v := measureVerdict(&report, o.maxDropped, interrupted)
 	if o.jsonOut {

@@ -10,11 +10,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mythex/mythex/internal/deployrec"
 	"github.com/mythex/mythex/internal/probe"
 	"github.com/mythex/mythex/internal/wire"
 )
@@ -356,6 +358,37 @@ func TestRunMeasure_InProcess(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "helper stderr line") || !strings.Contains(errb.String(), "v1=50 | web-1=50") {
 		t.Errorf("stderr:\n%s", errb.String())
+	}
+}
+
+// TestRunMeasure_Report: measure --report writes the HTML report of the
+// run, its headline the report's counts.
+func TestRunMeasure_Report(t *testing.T) {
+	url := appServer(t)
+	path := filepath.Join(t.TempDir(), "measure.html")
+	var out, errb bytes.Buffer
+	o := measureOptions{url: url, rate: 50, duration: 1500 * time.Millisecond, timeout: 2 * time.Second,
+		lateTolerance: time.Millisecond, healthPath: "/healthz", quiet: true, jsonOut: true, report: path}
+	if err := runMeasure(t.Context(), o, nil, measureIO{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, durationChanged: true}); err != nil {
+		t.Fatalf("runMeasure: %v\nstderr:\n%s", err, errb.String())
+	}
+	var rep struct{ Requests, ReachedNothing int64 }
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	html, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("no report: %v\nstderr:\n%s", err, errb.String())
+	}
+	if want := fmt.Sprintf("0 of %s requests reached nothing", deployrec.Thousands(rep.Requests)); rep.Requests == 0 || !bytes.Contains(html, []byte(want)) {
+		t.Errorf("report does not say %q", want)
+	}
+	if !strings.Contains(errb.String(), "report: "+path) {
+		t.Errorf("stderr does not say where the report went:\n%s", errb.String())
+	}
+	o.report = filepath.Join(t.TempDir(), "nope", "m.html")
+	if err := runMeasure(t.Context(), o, nil, measureIO{stdout: &out, stderr: &errb, durationChanged: true}); !isUsageError(err) {
+		t.Errorf("a report in a missing directory: %v, want a usage error before probing", err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http/httptest"
 	"os"
@@ -352,12 +353,27 @@ func (h *raceHost) deploy(ctx context.Context, dying bool) {
 	if dying {
 		ttl = 30 * time.Millisecond
 	}
+	if dying {
+		// Its recovery (and the retries of a failed one) may write the
+		// store from the moment the request is sent until the next lease
+		// is taken: the agent grants the lease and starts its TTL before
+		// the answer reaches us, and on a loaded machine the answer can
+		// arrive after the lease has run out and its recovery has written
+		// the store. A recovery still open from before stays open: its
+		// retries end only when the agent grants this lease, which happens
+		// before the answer arrives, and this recovery continues it.
+		h.openRecovery("recovery of " + v)
+	}
 	var l agentapi.Lease
 	for {
 		var err error
 		l, err = h.client.AcquireLease(ctx, false, "race deploy "+v, ttl)
 		if err == nil {
-			h.closeRecovery()
+			if !dying {
+				// The agent granted the lease before we saw it: no recovery
+				// runs from then until its release.
+				h.closeRecovery()
+			}
 			break
 		}
 		if !errors.Is(err, agentapi.ErrLeaseHeld) || ctx.Err() != nil {
@@ -366,11 +382,6 @@ func (h *raceHost) deploy(ctx context.Context, dying bool) {
 			return
 		}
 		time.Sleep(time.Millisecond)
-	}
-	if dying {
-		// Its recovery (and the retries of a failed one) may write the
-		// store any time from now until the next lease is taken.
-		h.openRecovery("recovery of " + v)
 	}
 	// A dying deploy's lease may run out before it gets this far: then the
 	// agent refuses its steps (ErrNoLease), which is the point.
@@ -439,6 +450,24 @@ func (h *raceHost) closeRecovery() {
 	}
 }
 
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 // memDir is a fresh directory on a memory file system when the machine has
 // one (/dev/shm), else t.TempDir(): the race test is about the order of
 // actions, and thousands of fsyncs on a shared disk would only make it slow.
@@ -456,8 +485,17 @@ func newRaceHost(t *testing.T, seed uint64) *raceHost {
 	t.Helper()
 	dir := memDir(t)
 	rt := newRaceRuntime(dir, seed, 4*time.Millisecond)
+	// The agent's warnings (leases that ran out, recoveries, heals) are
+	// shown when the interleaving fails: they say who acted when.
+	logs := &syncBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("agent log (warnings and errors):\n%s", logs.String())
+		}
+	})
 	a, err := New(Config{
 		Host: "web-1", StateDir: dir, Runtime: rt, RuntimeName: "race",
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Watchdog:     &watchdog.Policy{Interval: 2 * time.Millisecond, FailuresBeforeHeal: 3},
 		StartTimeout: 300 * time.Millisecond,
 	})

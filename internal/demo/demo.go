@@ -14,6 +14,7 @@ import (
 
 	"github.com/mythex/mythex/examples/seed"
 	"github.com/mythex/mythex/internal/deploy"
+	"github.com/mythex/mythex/internal/deployrec"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/probe"
@@ -76,6 +77,9 @@ type Options struct {
 	// Adjust, when set, changes the scaled profile before the fleet starts
 	// (tests widen a timeout for a loaded machine).
 	Adjust func(*fleet.Config)
+	// Recorder, when set, records every deploy under load as it runs (phase
+	// and LB target events, the prober's seconds) for a report. Optional.
+	Recorder *deployrec.Recorder
 	// Fault, when set, names one of Faults to inject into the deploy under
 	// load (process runtime only); the demo then reports how mythex handled
 	// it. Deploys is 1.
@@ -273,6 +277,7 @@ func Run(ctx context.Context, o Options) (sum Summary, err error) {
 		}
 	}()
 	fmt.Fprintf(out, "  load balancer %s; agents %s (state and logs in %s)\n", f.URL(), hostList(f), o.Dir)
+	o.Recorder.SetFleet(f.Loaded.Config, fmt.Sprintf("demo profile %s at time scale %g (every duration × %g)", o.Profile, o.TimeScale, o.TimeScale))
 
 	begin := time.Now()
 	res, err := f.Deploy(ctx, "v1", nil, nil)
@@ -321,10 +326,17 @@ func deployUnderLoad(ctx context.Context, f *Fleet, o Options, from, version str
 		out = io.Discard
 	}
 	rep := DeployReport{From: from, Version: version}
-	p, err := probe.New(probe.Config{URL: f.URL(), Rate: o.Rate, Timeout: cmp.Or(o.ProbeTimeout, 2*time.Second)}, probe.Deps{})
+	rec := o.Recorder // nil records nothing
+	deps := probe.Deps{}
+	if rec != nil {
+		deps.OnBucket = rec.ProbeSecond
+	}
+	p, err := probe.New(probe.Config{URL: f.URL(), Rate: o.Rate, Timeout: cmp.Or(o.ProbeTimeout, 2*time.Second)}, deps)
 	if err != nil {
 		return rep, err
 	}
+	rec.BeginDeploy(from, version, hostNames(f))
+	rec.ProbeStarted(f.URL(), o.Rate)
 	if err := p.Start(ctx); err != nil {
 		return rep, err
 	}
@@ -357,6 +369,7 @@ func deployUnderLoad(ctx context.Context, f *Fleet, o Options, from, version str
 	var reachedMu sync.Mutex
 	var reachedHosts []string
 	obs := deploy.ObserverFunc(func(e deploy.Event) {
+		rec.Event(e)
 		r.Event(e)
 		if e.Phase == deploy.PhaseStart && e.Kind == deploy.EventBegin {
 			reachedMu.Lock()
@@ -377,6 +390,7 @@ func deployUnderLoad(ctx context.Context, f *Fleet, o Options, from, version str
 		res, derr = f.Deploy(ctx, version, vars, obs)
 	}
 	r.Close()
+	rec.EndDeploy(res, derr)
 	// A tail as long as the LB needs to notice anything the deploy left
 	// behind, so no drop after the deploy goes unseen.
 	sleepCtx(ctx, hc.Interval*time.Duration(hc.UnhealthyThreshold)+hc.Timeout)
@@ -392,6 +406,8 @@ func deployUnderLoad(ctx context.Context, f *Fleet, o Options, from, version str
 	}
 	report := p.Stop()
 	stopped = true
+	rec.ProbeStopped(report)
+	rec.Close()
 	rep.OK, rep.Hosts, rep.Seconds, rep.Bound = derr == nil, res.Hosts, res.Seconds, res.Bound
 	rep.LBCalls = f.LBCalls
 	if derr != nil {
@@ -439,6 +455,11 @@ func judgeFault(ctx context.Context, f *Fleet, o Options, fault *Fault, from, ve
 			return nil, fmt.Errorf("fault %s: repair: %w", fault.Name, err)
 		}
 	}
+	// A fault's goroutine (the LB restart, the agent kill) may still be
+	// running: wait for it, which also orders its results before the reads
+	// below (they were a data race under -race).
+	f.restartOnce.Do(func() {})
+	f.agentKillOnce.Do(func() {})
 	if f.RestartErr != nil {
 		return nil, fmt.Errorf("fault %s: %w", fault.Name, f.RestartErr)
 	}
@@ -502,6 +523,14 @@ func profileWords(p string) string {
 		return "the write-up's numbers before the fixes: requests will reach nothing"
 	}
 	return "the write-up's numbers after the fixes"
+}
+
+func hostNames(f *Fleet) []string {
+	var s []string
+	for _, h := range f.Loaded.Hosts {
+		s = append(s, h.Name)
+	}
+	return s
 }
 
 func hostList(f *Fleet) string {

@@ -83,6 +83,7 @@ func (d *Deployer) readTargets(ctx context.Context) []targetRead {
 		r := targetRead{Host: h.Name, Err: err}
 		if err == nil {
 			r.View = ts[i]
+			d.sawTarget(h.Name, PhaseCapacity, r.View)
 		}
 		reads = append(reads, r)
 	}

@@ -181,6 +181,9 @@ type Deployer struct {
 
 	mu          sync.Mutex
 	fleetLeases []*lease
+
+	// targets tracks what the LB last reported of each target (EventTarget).
+	targets targetWatch
 }
 
 // New checks opts and returns a Deployer. It returns an error wrapping
@@ -256,6 +259,15 @@ func New(opts Options) (*Deployer, error) {
 
 func (d *Deployer) emit(host string, p Phase, k EventKind, elapsed time.Duration, detail string) {
 	d.obs.Event(Event{At: d.clock.Now(), Host: host, Phase: p, Kind: k, Elapsed: elapsed.Seconds(), Detail: detail})
+}
+
+// sawTarget emits an EventTarget when a poll during phase p found host's
+// target in a state other than the one last seen.
+func (d *Deployer) sawTarget(host string, p Phase, t lbport.Target) {
+	s := targetStateOf(t)
+	if d.targets.changed(host, s) {
+		d.obs.Event(Event{At: d.clock.Now(), Host: host, Phase: p, Kind: EventTarget, Target: &s})
+	}
 }
 
 // Run deploys to every host in batches of deploy.batch_size. Before each
@@ -409,10 +421,12 @@ func (d *Deployer) preflight(ctx context.Context) ([]*hostState, error) {
 		if h.Local {
 			bad = append(bad, localProblems(pctx, h, s.Runtime, d.o.ImageExists, ports)...)
 		}
-		if _, err := call(d, pctx, h.Name, PhaseLease, "load balancer target", func(ctx context.Context) (lbport.Target, error) {
+		if t, err := call(d, pctx, h.Name, PhaseLease, "load balancer target", func(ctx context.Context) (lbport.Target, error) {
 			return d.lb.Target(ctx, h)
 		}); err != nil {
 			probs = append(probs, fmt.Sprintf("load balancer (target %s): %v", h.Name, err))
+		} else {
+			d.sawTarget(h.Name, "", t)
 		}
 	}
 	if len(bad) > 0 {

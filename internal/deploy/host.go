@@ -245,6 +245,7 @@ func (d *Deployer) putBack(ctx context.Context, st *hostState, p Phase) (string,
 	if err != nil {
 		return "", err
 	}
+	d.sawTarget(st.h.Name, p, t)
 	if st.deregistered || !t.Registered() || t.State == lbport.StateDraining {
 		if err := d.lbChange(ctx, st, p, "register with the load balancer", func(ctx context.Context) error {
 			return d.lb.Register(ctx, ref(st.h))
@@ -315,6 +316,7 @@ func (d *Deployer) lookTwice(ctx context.Context, st *hostState, version string,
 		if err != nil {
 			return nil, err
 		}
+		d.sawTarget(h.Name, p, t)
 		el := d.clock.Since(begin)
 		if !lbport.InService(t) {
 			if !d.clock.Now().Before(deadline) {
@@ -402,6 +404,7 @@ func (d *Deployer) waitTarget(ctx context.Context, h Host, p Phase, limit time.D
 	var last lbport.Target
 	seen := false
 	watch := func(t lbport.Target) bool {
+		d.sawTarget(h.Name, p, t)
 		mu.Lock()
 		last, seen = t, true
 		mu.Unlock()

@@ -92,6 +92,7 @@ func (d *Deployer) restoreSteps(ctx context.Context, st *hostState, batch []stri
 		if err != nil {
 			return "", err
 		}
+		d.sawTarget(h.Name, PhaseRollback, t)
 		if t.Registered() && t.State != lbport.StateDraining {
 			// It serves, or may again by itself (an unhealthy target turns
 			// healthy after its checks pass): the same drain as the

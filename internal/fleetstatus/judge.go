@@ -111,7 +111,8 @@ func judgeHost(o Observation, now time.Time, deploying bool) HostVerdict {
 	if st := o.Agent; st != nil {
 		d := st.Definitions
 		hv.Current, hv.Previous, hv.LastGood = version(d.Current), version(d.Previous), version(d.LastGood)
-		for _, s := range st.Services {
+		services := currentInstances(st.Services, hv.Current)
+		for _, s := range services {
 			line := ServiceLine{Name: s.Name, Version: s.Version, Running: s.Running, Health: s.Health, LastExit: s.ExitCode, Restarts: s.RestartCount}
 			if s.Running && s.StartedAt != nil {
 				line.Uptime = now.Sub(*s.StartedAt).Round(time.Second).Seconds()
@@ -131,7 +132,7 @@ func judgeHost(o Observation, now time.Time, deploying bool) HostVerdict {
 			hv.Maintenance = w.Maintenance
 		}
 		if !held {
-			for _, s := range st.Services {
+			for _, s := range services {
 				switch {
 				case !s.Running:
 					hv.Problems = append(hv.Problems, fmt.Sprintf("%s is down", s.Name))
@@ -155,6 +156,30 @@ func judgeHost(o Observation, now time.Time, deploying bool) HostVerdict {
 		}
 	}
 	return hv
+}
+
+// currentInstances keeps one instance per service name: the agent reports
+// every instance it knows (a stopped one of the previous version beside the
+// running one of the current). A running instance wins, then one of the
+// current version, then the latest in the agent's order.
+func currentInstances(all []agentapi.ServiceStatus, current string) []agentapi.ServiceStatus {
+	var out []agentapi.ServiceStatus
+	idx := map[string]int{}
+	for _, s := range all {
+		i, seen := idx[s.Name]
+		if !seen {
+			idx[s.Name] = len(out)
+			out = append(out, s)
+			continue
+		}
+		have := out[i]
+		better := (s.Running && !have.Running) ||
+			(s.Running == have.Running && s.Version == current && have.Version != current)
+		if better {
+			out[i] = s
+		}
+	}
+	return out
 }
 
 func describeTarget(t lbport.Target) string {

@@ -90,6 +90,15 @@ func TestJudge(t *testing.T) {
 			}
 		})
 	}
+	// The agent lists the stopped instances of the previous version beside
+	// the running ones: they are history, not a service down.
+	stale := func(st *agentapi.Status) {
+		code := 0
+		st.Services = append([]agentapi.ServiceStatus{{Name: "gateway", Version: "v0", ExitCode: &code}, {Name: "api", Version: "v0", ExitCode: &code}}, st.Services...)
+	}
+	if v := Judge([]Observation{{Host: "web-1", Agent: agentOn("v1", stale), Target: healthy()}}, now); !v.OK || len(v.Hosts[0].Services) != 2 || !v.Hosts[0].Services[0].Running {
+		t.Errorf("stopped old instances made the host degraded or doubled its services: %+v", v)
+	}
 	v := Judge([]Observation{{Host: "web-1", Agent: agentOn("v1"), Target: healthy()}}, now)
 	if h := v.Hosts[0]; h.Services[0].Uptime != 3600 || h.Current != "v1" || h.LastGood != "v1" || h.LB.State != "healthy" {
 		t.Errorf("host line %+v: want uptime 3600s, current and last good v1, LB healthy", h)

@@ -21,6 +21,10 @@ const (
 	// histMax is the largest latency the histograms track, in µs (1 h);
 	// larger values are clamped to it.
 	histMax = int64(time.Hour / time.Microsecond)
+	// secondDigits is the precision of each second's latency histogram: 2
+	// significant digits (p99 within 1 %) keep one at about 27 KB, and only
+	// the seconds with requests still in flight hold one.
+	secondDigits = 2
 )
 
 // result is one request's outcome, handed from its goroutine to the recorder.
@@ -51,8 +55,13 @@ type bucketAcc struct {
 	tally
 	outstanding int64 // dispatched, not yet recorded
 	maxLatency  time.Duration
-	versions    map[string]int64
-	hosts       map[string]int64
+	// hist holds the second's latencies until the second is settled (every
+	// request dispatched and recorded); then p50 and p99 keep its quantiles
+	// and the histogram goes back to the recorder's free list.
+	hist     *hdrhistogram.Histogram
+	p50, p99 time.Duration
+	versions map[string]int64
+	hosts    map[string]int64
 }
 
 // reasonKey groups results for Report.Reasons.
@@ -81,6 +90,8 @@ type recorder struct {
 	versions      map[string]int64
 	hosts         map[string]int64
 	samples       []string
+	// freeHists are reset per-second histograms for reuse.
+	freeHists []*hdrhistogram.Histogram
 	// notify gets a token (never blocking) when a bucket may have completed.
 	notify chan struct{}
 }
@@ -146,6 +157,10 @@ func (r *recorder) record(res result) {
 		if res.latency > b.maxLatency {
 			b.maxLatency = res.latency
 		}
+		if b.hist == nil {
+			b.hist = r.newSecondHist()
+		}
+		recordDuration(b.hist, res.latency)
 		r.maxLatency = max(r.maxLatency, res.latency)
 		r.maxSendLat = max(r.maxSendLat, res.sendLat)
 	}
@@ -169,8 +184,42 @@ func (r *recorder) record(res result) {
 	}
 	b.outstanding--
 	if b.outstanding == 0 && res.second < r.closed {
+		r.settle(res.second)
 		r.poke()
 	}
+}
+
+// newSecondHist returns an empty per-second histogram. Callers hold mu.
+func (r *recorder) newSecondHist() *hdrhistogram.Histogram {
+	if n := len(r.freeHists); n > 0 {
+		h := r.freeHists[n-1]
+		r.freeHists = r.freeHists[:n-1]
+		return h
+	}
+	return hdrhistogram.New(1, histMax, secondDigits)
+}
+
+// settle keeps second s's latency quantiles and frees its histogram once
+// every request due in it has been dispatched and recorded, so memory holds
+// histograms only for the few seconds still in flight. Callers hold mu.
+func (r *recorder) settle(s int) {
+	b := &r.buckets[s]
+	if b.hist == nil || b.outstanding != 0 || s >= r.closed {
+		return
+	}
+	b.p50, b.p99 = secondQuantiles(b.hist, b.maxLatency)
+	b.hist.Reset()
+	r.freeHists = append(r.freeHists, b.hist)
+	b.hist = nil
+}
+
+// secondQuantiles are p50 and p99 of h, at most max (the exact maximum).
+func secondQuantiles(h *hdrhistogram.Histogram, max time.Duration) (p50, p99 time.Duration) {
+	if h.TotalCount() == 0 {
+		return 0, 0
+	}
+	at := func(q float64) time.Duration { return min(time.Duration(h.ValueAtQuantile(q))*time.Microsecond, max) }
+	return at(50), at(99)
 }
 
 // addSample keeps the first few distinct error messages. Callers hold mu.
@@ -195,14 +244,22 @@ func (r *recorder) closeBefore(s int) {
 	if s > 0 {
 		r.bucket(s - 1)
 	}
+	from := r.closed
 	r.closed = s
+	for i := from; i < s; i++ {
+		r.settle(i)
+	}
 	r.poke()
 }
 
 // closeAll notes that no more requests will be dispatched.
 func (r *recorder) closeAll() {
 	r.mu.Lock()
+	from := r.closed
 	r.closed = len(r.buckets)
+	for i := from; i < r.closed; i++ {
+		r.settle(i)
+	}
 	r.mu.Unlock()
 	r.poke()
 }
@@ -269,6 +326,10 @@ func (r *recorder) fill(rep *Report) {
 }
 
 func (b *bucketAcc) snapshot(second int) Bucket {
+	p50, p99 := b.p50, b.p99
+	if b.hist != nil { // not settled: the quantiles so far
+		p50, p99 = secondQuantiles(b.hist, b.maxLatency)
+	}
 	return Bucket{
 		Second:         second,
 		Requests:       b.sent,
@@ -280,6 +341,8 @@ func (b *bucketAcc) snapshot(second int) Bucket {
 		LateSends:      b.late,
 		Unsent:         b.unsent,
 		MaxLatency:     b.maxLatency,
+		P50Latency:     p50,
+		P99Latency:     p99,
 		Versions:       copyCounts(b.versions),
 		Hosts:          copyCounts(b.hosts),
 	}

@@ -245,3 +245,41 @@ func TestRecorder_PercentilesNeverExceedMax(t *testing.T) {
 		t.Errorf("latency %+v: a percentile exceeds the max", l)
 	}
 }
+
+// TestRecorder_SecondQuantiles: each second carries its own p50 and p99;
+// a settled second (every request dispatched and recorded) gives its
+// histogram back for reuse, so only seconds in flight hold one.
+func TestRecorder_SecondQuantiles(t *testing.T) {
+	r := newRecorder(time.Millisecond)
+	for i := 1; i <= 100; i++ {
+		r.dispatched(0)
+		r.record(okResult(0, time.Duration(i)*time.Millisecond))
+	}
+	r.dispatched(1)
+	r.record(okResult(1, 7*time.Millisecond))
+	r.dispatched(1) // still in flight
+	r.closeBefore(2)
+	if r.buckets[0].hist != nil || len(r.freeHists) != 1 {
+		t.Errorf("second 0 settled: hist %v, free list %d; want nil, 1", r.buckets[0].hist, len(r.freeHists))
+	}
+	if r.buckets[1].hist == nil {
+		t.Error("second 1 has a request in flight but lost its histogram")
+	}
+	bs := r.takeComplete()
+	if len(bs) != 1 {
+		t.Fatalf("%d complete seconds, want 1", len(bs))
+	}
+	near := func(got, want time.Duration) bool { return got >= want*98/100 && got <= want*102/100 }
+	if b := bs[0]; !near(b.P50Latency, 50*time.Millisecond) || !near(b.P99Latency, 99*time.Millisecond) || b.P99Latency > b.MaxLatency {
+		t.Errorf("second 0: p50 %v p99 %v max %v; want ≈50ms, ≈99ms, ≤ max", b.P50Latency, b.P99Latency, b.MaxLatency)
+	}
+	r.record(okResult(1, 9*time.Millisecond))
+	if r.buckets[1].hist != nil || len(r.freeHists) != 2 {
+		t.Errorf("second 1 settled on its last record: hist %v, free list %d", r.buckets[1].hist, len(r.freeHists))
+	}
+	var rep Report
+	r.fill(&rep)
+	if b := rep.Buckets[1]; !near(b.P50Latency, 7*time.Millisecond) || b.P99Latency != 9*time.Millisecond {
+		t.Errorf("second 1: p50 %v p99 %v, want ≈7ms, 9ms (capped by the max)", b.P50Latency, b.P99Latency)
+	}
+}

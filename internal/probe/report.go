@@ -101,8 +101,12 @@ type Bucket struct {
 	Unsent         int64
 	// MaxLatency is the largest latency from due time among this second's requests.
 	MaxLatency time.Duration
-	Versions   map[string]int64
-	Hosts      map[string]int64
+	// P50Latency and P99Latency are this second's latency quantiles from
+	// due time (2 significant digits; at most MaxLatency). Probe errors are
+	// not included.
+	P50Latency, P99Latency time.Duration
+	Versions               map[string]int64
+	Hosts                  map[string]int64
 }
 
 // ReasonCount counts results with one class, reason, status and detail.
@@ -162,10 +166,12 @@ func (b Bucket) MarshalJSON() ([]byte, error) {
 		LateSends      int64            `json:"late_sends"`
 		Unsent         int64            `json:"unsent"`
 		MaxLatencyMs   float64          `json:"max_latency_ms"`
+		P50LatencyMs   float64          `json:"p50_latency_ms"`
+		P99LatencyMs   float64          `json:"p99_latency_ms"`
 		Versions       map[string]int64 `json:"versions"`
 		Hosts          map[string]int64 `json:"hosts"`
 	}{b.Second, b.Requests, b.OK, b.ReachedNothing, b.AppErrors, b.DrainSignals, b.ProbeErrors,
-		b.LateSends, b.Unsent, ms(b.MaxLatency), nonNil(b.Versions), nonNil(b.Hosts)})
+		b.LateSends, b.Unsent, ms(b.MaxLatency), ms(b.P50Latency), ms(b.P99Latency), nonNil(b.Versions), nonNil(b.Hosts)})
 }
 
 // MarshalJSON renders the count with class and reason names.

@@ -56,7 +56,7 @@ func TestReport_MarshalJSON(t *testing.T) {
 	}
 	bucket := got["buckets"].([]any)[0]
 	if ks := keysOf(t, bucket); !reflect.DeepEqual(ks, sorted("second", "requests", "ok", "reached_nothing", "app_errors",
-		"drain_signals", "probe_errors", "late_sends", "unsent", "max_latency_ms", "versions", "hosts")) {
+		"drain_signals", "probe_errors", "late_sends", "unsent", "max_latency_ms", "p50_latency_ms", "p99_latency_ms", "versions", "hosts")) {
 		t.Errorf("bucket keys %v", ks)
 	}
 	if ks := keysOf(t, got["command"]); !reflect.DeepEqual(ks, sorted("argv", "exit_code", "error", "elapsed_seconds")) {

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# bench/report.sh — what recording and writing the deploy report costs:
+#   1. a demo's wall time with and without --report (target: < 5 % more), and
+#      the demo prober's late-send share in both (target: no rise);
+#   2. mythex measure at RATE req/s against bench/probe-backend with and
+#      without --report: the prober's late-send share (target: no rise).
+# Runs are interleaved (without, with, without, with, …) so a shared, busy
+# machine weighs on both sides alike; medians are printed, and every run.
+#
+# Usage: bench/report.sh
+# Env:   RUNS (default 3 pairs), RATE (default 2000), DURATION (default 10s),
+#        DEMO_RATE (default 200)
+# Loopback only; every process it starts is stopped before it exits.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+RUNS=${RUNS:-3}
+RATE=${RATE:-2000}
+DURATION=${DURATION:-10s}
+DEMO_RATE=${DEMO_RATE:-200}
+
+tmp=$(mktemp -d)
+backend_pid=
+cleanup() {
+	if [[ -n $backend_pid ]]; then kill "$backend_pid" 2>/dev/null || true; fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+echo "== build"
+go build -o "$tmp/mythex" ./cmd/mythex
+go build -o "$tmp/backend" ./bench/probe-backend
+echo "== machine: $(nproc) cores; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# demo_run KIND N: one demo, timed; KIND is plain or report.
+demo_run() {
+	local kind=$1 n=$2 flags=()
+	[[ $kind == report ]] && flags=(--report "$tmp/demo-$n.html")
+	local t0 t1
+	t0=$(date +%s.%N)
+	"$tmp/mythex" demo --rate "$DEMO_RATE" --json "${flags[@]}" >"$tmp/demo-$kind-$n.json" 2>/dev/null || true
+	t1=$(date +%s.%N)
+	echo "$kind $(echo "$t1 - $t0" | bc)" >>"$tmp/demo-times"
+}
+
+echo "== 1. mythex demo --rate $DEMO_RATE, $RUNS pairs, with and without --report"
+for n in $(seq "$RUNS"); do
+	demo_run plain "$n"
+	demo_run report "$n"
+	[[ -s $tmp/demo-$n.html ]] || { echo "demo --report wrote no report" >&2; exit 1; }
+done
+
+"$tmp/backend" -listen 127.0.0.1:0 >"$tmp/backend.out" 2>&1 &
+backend_pid=$!
+for _ in $(seq 100); do
+	[[ -s $tmp/backend.out ]] && break
+	sleep 0.05
+done
+addr=$(head -n1 "$tmp/backend.out")
+[[ -n $addr ]] || { echo "backend did not start" >&2; exit 1; }
+
+echo "== 2. mythex measure --rate $RATE --duration $DURATION, $RUNS pairs, with and without --report"
+for n in $(seq "$RUNS"); do
+	"$tmp/mythex" measure --url "http://$addr/" --rate "$RATE" --duration "$DURATION" --quiet --json >"$tmp/measure-plain-$n.json" 2>/dev/null || true
+	"$tmp/mythex" measure --url "http://$addr/" --rate "$RATE" --duration "$DURATION" --quiet --json --report "$tmp/measure-$n.html" >"$tmp/measure-report-$n.json" 2>/dev/null || true
+done
+echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+python3 - "$tmp" "$RUNS" <<'PY'
+import json, os, statistics, sys
+tmp, runs = sys.argv[1], int(sys.argv[2])
+times = {"plain": [], "report": []}
+for line in open(os.path.join(tmp, "demo-times")):
+    k, v = line.split()
+    times[k].append(float(v))
+def late_demo(kind, n):
+    s = json.load(open(os.path.join(tmp, f"demo-{kind}-{n}.json")))
+    late = sum(d["probe"]["late_sends"] for d in s["deploys"])
+    return 100 * late / max(s["requests"], 1), s["requests"], s["reached_nothing"]
+def late_measure(kind, n):
+    s = json.load(open(os.path.join(tmp, f"measure-{kind}-{n}.json")))
+    return 100 * s["late_sends"] / max(s["requests"], 1)
+print("demo runs (wall s, late %, requests, reached nothing):")
+for n in range(1, runs + 1):
+    for k in ("plain", "report"):
+        l, r, rn = late_demo(k, n)
+        print(f"  {k:6} #{n}: {times[k][n-1]:6.2f}s  late {l:5.2f}%  requests {r}  reached nothing {rn}")
+tp, tr = statistics.median(times["plain"]), statistics.median(times["report"])
+lp = statistics.median(late_demo("plain", n)[0] for n in range(1, runs + 1))
+lr = statistics.median(late_demo("report", n)[0] for n in range(1, runs + 1))
+print(f"demo wall time, median: without {tp:.2f}s, with --report {tr:.2f}s: {100*(tr-tp)/tp:+.1f}% (target < +5%)")
+print(f"demo prober late sends, median: without {lp:.2f}%, with --report {lr:.2f}%")
+mp = [late_measure("plain", n) for n in range(1, runs + 1)]
+mr = [late_measure("report", n) for n in range(1, runs + 1)]
+print("measure late sends %: without " + ", ".join(f"{v:.3f}" for v in mp) + " | with --report " + ", ".join(f"{v:.3f}" for v in mr))
+print(f"measure late sends, median: without {statistics.median(mp):.3f}%, with --report {statistics.median(mr):.3f}%")
+html = [os.path.getsize(os.path.join(tmp, f)) for f in os.listdir(tmp) if f.endswith(".html")]
+print(f"report sizes: {min(html)}–{max(html)} bytes")
+PY

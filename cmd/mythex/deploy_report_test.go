@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mythex/mythex/internal/demo"
+	"github.com/mythex/mythex/internal/testbin"
+)
+
+// TestDeploy_MeasureReport: deploy --measure --rate --report --json on a
+// local fleet of real processes runs the prober through the deploy, streams
+// its seconds beside the deploy's events (target changes included), and
+// writes the HTML report.
+func TestDeploy_MeasureReport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: starts a fleet of real processes")
+	}
+	bin, err := testbin.Build(testbin.Mythex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := demo.ProfileConfig(demo.ProfileAfter, 0.1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.LoadBalancer.HealthCheck.Timeout = 400 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	f, err := demo.StartFleet(ctx, demo.FleetOptions{Config: cfg, Hosts: 2, Exe: bin, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	if _, err := f.Deploy(ctx, "v1", nil, nil); err != nil {
+		t.Fatalf("first rollout: %v", err)
+	}
+	agentTok, lbTok := filepath.Join(dir, "agent.token"), filepath.Join(dir, "lb.token")
+	if err := os.WriteFile(agentTok, []byte(f.AgentToken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lbTok, []byte(f.LBToken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reportPath := filepath.Join(dir, "deploy.html")
+	fl := deployFlags{version: "v2", asJSON: true, agentTokenFile: agentTok, lbTokenFile: lbTok, targetServices: []string{"gateway"},
+		report: reportPath, measureURL: f.URL(), rate: 100, rateSet: true}
+	if err := checkMeasureFlags(fl); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	res, err := runDeploy(ctx, f.Loaded, fl, &out, &errOut)
+	if err != nil || !res.OK {
+		t.Fatalf("deploy: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	kinds := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var ev struct{ Kind string }
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("stdout line is not JSON: %q", line)
+		}
+		kinds[ev.Kind]++
+	}
+	if kinds["probe_second"] < 2 || kinds["target"] < 4 || kinds["end"] == 0 {
+		t.Errorf("event stream kinds %v: want probe seconds, target changes and phase ends", kinds)
+	}
+	if !strings.Contains(errOut.String(), `"kind":"probe"`) {
+		t.Errorf("no probe summary on stderr:\n%s", errOut.String())
+	}
+	html, err := os.ReadFile(reportPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"requests reached nothing", `data-chart="targets"`, `data-row="web-1"`, `data-row="v2"`} {
+		if !bytes.Contains(html, []byte(want)) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
+func TestCheckMeasureFlags(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name string
+		f    deployFlags
+		want string // "" for no error
+	}{
+		{"nothing asked", deployFlags{}, ""},
+		{"measure and report", deployFlags{measureURL: "http://127.0.0.1:1/", report: filepath.Join(dir, "d.html")}, ""},
+		{"rate without measure", deployFlags{rateSet: true}, "--rate applies only with --measure"},
+		{"measure without a scheme", deployFlags{measureURL: "127.0.0.1:8080"}, "has no http://"},
+		{"report not html", deployFlags{report: filepath.Join(dir, "d.txt")}, "ending in .html"},
+		{"report in a missing directory", deployFlags{report: filepath.Join(dir, "nope", "d.html")}, "does not exist"},
+		{"report is a directory", deployFlags{report: filepath.Join(dir, "x.html")}, ""},
+	}
+	if err := os.Mkdir(filepath.Join(dir, "x.html"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cases[len(cases)-1].want = "is a directory"
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := checkMeasureFlags(c.f)
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("error %v, want none", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !isUsageError(err)):
+				t.Errorf("error %v, want a usage error with %q", err, c.want)
+			}
+		})
+	}
+}
