@@ -19,7 +19,9 @@ import (
 	"github.com/mythex/mythex/internal/agent"
 	"github.com/mythex/mythex/internal/auth"
 	"github.com/mythex/mythex/internal/fleet"
-	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/lbapi"
+	"github.com/mythex/mythex/internal/lbport/embedded"
+	"github.com/mythex/mythex/internal/lbport/fleetlb"
 	"github.com/mythex/mythex/internal/runtime"
 	"github.com/mythex/mythex/internal/runtime/docker"
 	"github.com/mythex/mythex/internal/runtime/process"
@@ -169,13 +171,25 @@ func runAgent(ctx context.Context, f agentFlags, log *slog.Logger) error {
 		if f.listen == "" {
 			f.listen = h.Agent
 		}
-		if !f.noLB && cfg.LoadBalancer.Kind == fleet.KindEmbedded {
+		switch {
+		case f.noLB:
+		case cfg.LoadBalancer.Kind == fleet.KindEmbedded:
 			lbToken, err := auth.LoadToken(firstNonEmpty(f.lbTokenFile, cfg.LoadBalancer.AdminTokenFile), lbTokenEnv)
 			if err != nil {
 				return usagef("load balancer admin token: %v (or run with --no-lb)", err)
 			}
-			rec = agent.Recovery{LB: lbRegistrar{lb.NewClient(adminURL(cfg.LoadBalancer.AdminListen), lbToken, nil)}, TargetID: h.Name, TargetAddress: h.Target}
-		} else if !f.noLB && cfg.LoadBalancer.Kind == fleet.KindHAProxy {
+			ref := fleetlb.Ref(cfg.LoadBalancer, h)
+			rec = agent.Recovery{LB: embedded.New(lbapi.NewClient(adminURL(cfg.LoadBalancer.AdminListen), lbToken, nil)), TargetID: ref.ID, TargetAddress: ref.Address}
+		case cfg.LoadBalancer.Kind == fleet.KindALB:
+			// The host's own AWS credentials (instance role) re-register it.
+			d, err := fleetlb.Open(ctx, cfg.LoadBalancer, fleetlb.Options{})
+			if err != nil {
+				return usagef("load balancer: %v (or run with --no-lb)", err)
+			}
+			ref := fleetlb.Ref(cfg.LoadBalancer, h)
+			rec = agent.Recovery{LB: d, TargetID: ref.ID, TargetAddress: ref.Address}
+		case cfg.LoadBalancer.Kind == fleet.KindHAProxy:
+			var err error
 			if rec, err = haproxyRecovery(cfg, h); err != nil {
 				return err
 			}
@@ -343,14 +357,6 @@ func stopAllServices(rt runtime.Runtime, log *slog.Logger) {
 	for range n {
 		<-done
 	}
-}
-
-// lbRegistrar adapts the load balancer's admin client to agent.Registrar.
-type lbRegistrar struct{ c *lb.Client }
-
-func (r lbRegistrar) Register(ctx context.Context, id, address string) error {
-	_, err := r.c.Register(ctx, id, address)
-	return err
 }
 
 func findHost(c *fleet.Config, name string) (fleet.Host, bool) {

@@ -19,10 +19,9 @@ import (
 
 func newCheckCmd() *cobra.Command {
 	var (
-		file   string
-		asJSON bool
-		native nativeOpts
-		live   bool
+		file, lbTokenFile string
+		asJSON, live      bool
+		native            nativeOpts
 	)
 	cmd := &cobra.Command{
 		Use:   "check [-f mythex.yml] [--json] | check PATH... [--format text|json|github] [--strict]",
@@ -54,6 +53,11 @@ the fleet's numbers and its slack. Below it, the break points: for each number
 the relation reads, the value at which it would break (or, for a failing one,
 the value that alone would make it hold), all other numbers unchanged.
 
+--live reads the load balancer's target group (kind alb: DescribeTargetGroups and
+DescribeTargetGroupAttributes, credentials from the AWS SDK's default chain),
+evaluates the invariants on the live numbers, and lists every field where the live
+target group differs from the file; it exits 1 on any difference too.
+
 Exit status: 0 when no invariant fails, 1 when one does, 2 when the config
 cannot be read or is invalid (the error names file, line and field).
 
@@ -81,6 +85,9 @@ documented default and the output says so.
   # before the fixes: overlap fails by 57s, exit 1
   mythex check -f examples/seed/before.yml
 
+  # the live ALB target group against the file
+  mythex check --live -f mythex.yml
+
   # in CI, keep the failing invariants for the log
   mythex check --json | jq '.invariants[] | select(.ok | not)'
 
@@ -107,6 +114,15 @@ documented default and the output says so.
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if live {
+				if len(args) > 0 {
+					return usagef("--live reads the load balancer of one mythex.yml: give it with -f, not PATH arguments")
+				}
+				// HAProxy's live check follows the file's report (below).
+				if l, err := fleet.Load(file); err != nil || l.LoadBalancer.Kind != fleet.KindHAProxy {
+					return runCheckLive(cmd, file, lbTokenFile, asJSON)
+				}
+			}
 			if len(args) > 0 || native.format != formatText || native.strict {
 				if len(args) == 0 {
 					args = []string{file}
@@ -151,8 +167,9 @@ documented default and the output says so.
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "mythex.yml", "fleet config to check")
-	cmd.Flags().BoolVar(&live, "live", false, "also read the running HAProxy (kind haproxy) through its Runtime API: servers without `check`, drift of rise/fall/inter/timeout from mythex.yml (with --json: a second JSON document)")
+	cmd.Flags().BoolVar(&live, "live", false, "read the live load balancer: kind alb, the target group's numbers (checked, and every field that differs from the file); kind haproxy, through its Runtime API, servers without `check` and drift of rise/fall/inter/timeout (with --json: a second JSON document)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verdicts as JSON instead of text")
+	cmd.Flags().StringVar(&lbTokenFile, "lb-token-file", "", "the embedded LB's admin token file, for --live on kind embedded")
 	cmd.Flags().StringVar(&native.format, "format", formatText, "with PATH arguments: text, json, or github (GitHub Actions annotations)")
 	cmd.Flags().BoolVar(&native.strict, "strict", false, "exit 1 on marginal findings too")
 	cmd.Flags().DurationVar(&native.callTimeout, "call-timeout", 45*time.Second, "mythex publish's --call-timeout, judged against a platform stop timeout it waits on (fly.toml kill_timeout); 0 skips it")

@@ -46,6 +46,10 @@ with this binary, is built first and removed afterwards with every container).
 instead of the embedded load balancer: a generated haproxy.cfg with an admin
 stats socket, driven through HAProxy's Runtime API (docs/haproxy.md).
 
+--lb alb deploys through the alb driver (aws-sdk-go-v2, SigV4-signed ELBv2 calls)
+against the embedded load balancer's ELBv2 endpoint, as it would against an AWS ALB
+target group, with a scaled propagation grace; each deploy reports its ELBv2 calls.
+
 --fault NAME runs the deploy with one fault injected, under the same load,
 waits for the fleet to settle and judges it: one version on every host,
 recorded as last known good, verified, healthy and in rotation, and no more
@@ -68,6 +72,7 @@ for bad flags.`,
 		Example: `  go run ./cmd/mythex demo
   go run ./cmd/mythex demo --profile before
   go run ./cmd/mythex demo --lb haproxy
+  go run ./cmd/mythex demo --lb alb
   go run ./cmd/mythex demo --runtime docker
   go run ./cmd/mythex demo --report demo.html
   go run ./cmd/mythex demo --deploys 20 --rate 500 --json | jq '{requests, reached_nothing}'
@@ -89,8 +94,8 @@ for bad flags.`,
 				return usagef("--time-scale %g: give a factor more than 0 and at most 10 (1 runs the real numbers)", o.TimeScale)
 			case o.Profile != demo.ProfileAfter && o.Profile != demo.ProfileBefore:
 				return usagef("--profile %q: use after or before", o.Profile)
-			case o.LB != demo.LBEmbedded && o.LB != demo.LBHAProxy:
-				return usagef("--lb %q: use %s or %s", o.LB, demo.LBEmbedded, demo.LBHAProxy)
+			case o.LB != demo.LBEmbedded && o.LB != demo.LBHAProxy && o.LB != demo.LBALB:
+				return usagef("--lb %q: use %s, %s or %s (the alb driver through the embedded LB's ELBv2 endpoint)", o.LB, demo.LBEmbedded, demo.LBHAProxy, demo.LBALB)
 			case o.Fault != "" && demo.Faults[o.Fault].Name == "":
 				return usagef("--fault %q: use one of %s", o.Fault, strings.Join(demo.FaultNames(), ", "))
 			case o.Fault != "" && o.Runtime != demo.RuntimeProcess:
@@ -150,7 +155,7 @@ for bad flags.`,
 	fl.IntVar(&o.Deploys, "deploys", 1, "deploys under load (v1 → v2 → v3 …)")
 	fl.BoolVar(&o.Keep, "keep", false, "keep the fleet's directory (config, state, logs) afterwards")
 	fl.StringVar(&o.Runtime, "runtime", demo.RuntimeProcess, "what runs the services: process, or docker (containers on the local Docker engine; a static mythex for the image is built from source when this one is not)")
-	fl.StringVar(&o.LB, "lb", demo.LBEmbedded, "the load balancer: embedded (mythex lb, in this process) or haproxy (a real HAProxy, driven through its Runtime API)")
+	fl.StringVar(&o.LB, "lb", demo.LBEmbedded, "the load balancer: embedded (mythex lb, in this process), haproxy (a real HAProxy, driven through its Runtime API) or alb (the embedded LB driven through the alb driver and its ELBv2 endpoint)")
 	fl.StringVar(&o.Fault, "fault", "", "inject one fault into the deploy: "+strings.Join(demo.FaultNames(), ", "))
 	fl.StringVar(&reportPath, "report", "", "write an HTML report of every deploy under load to this file (self-contained, opens offline)")
 	fl.BoolVar(&asJSON, "json", false, `print {"requests", "reached_nothing", "deploys": [...]} as JSON instead of progress`)
@@ -168,6 +173,9 @@ func printDemoSummary(w io.Writer, s demo.Summary) {
 		p := d.Probe
 		fmt.Fprintf(w, "  requests %d · reached nothing %d · drain signals %d · app errors %d · ok %d · p99 %.1fms\n",
 			p.Requests, p.ReachedNothing, p.DrainSignals, p.AppErrors, p.OK, p.P99Millis)
+		if d.LBCalls > 0 {
+			fmt.Fprintf(w, "  ELBv2 API calls %d (%.1f per host)\n", d.LBCalls, float64(d.LBCalls)/float64(max(len(d.Hosts), 1)))
+		}
 		if len(p.Reasons) > 0 {
 			var rs []string
 			for _, r := range p.Reasons {

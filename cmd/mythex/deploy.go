@@ -170,7 +170,8 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 		return deploy.Result{}, usagef("agent token: %v", err)
 	}
 	var lbToken string
-	if cfg.LoadBalancer.Kind != fleet.KindHAProxy { // HAProxy's Runtime API has no token
+	// An ALB takes the AWS SDK's credentials; HAProxy's Runtime API has no token.
+	if cfg.LoadBalancer.Kind != fleet.KindALB && cfg.LoadBalancer.Kind != fleet.KindHAProxy {
 		if lbToken, err = auth.LoadToken(firstNonEmpty(f.lbTokenFile, cfg.LoadBalancer.AdminTokenFile), lbTokenEnv); err != nil {
 			return deploy.Result{}, usagef("load balancer token: %v", err)
 		}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -21,6 +23,8 @@ const lbTokenEnv = "MYTHEX_LB_TOKEN"
 func newLBCmd() *cobra.Command {
 	var (
 		file, listen, adminListen, tokenFile, algorithm, logFormat string
+		elbv2KeyFile                                               string
+		elbv2Throttle                                              float64
 		allowRemote                                                bool
 	)
 	cmd := &cobra.Command{
@@ -41,6 +45,15 @@ The admin API (register/deregister targets, target state, /metrics) listens on
 admin_listen, loopback only unless --admin-allow-remote, and needs a bearer token
 from --token-file, load_balancer.admin_token_file or $MYTHEX_LB_TOKEN.
 
+The admin listener also answers the ELBv2 API (AWS Query protocol, POST /, version
+2015-12-01) for its one target group when given an AWS key pair: --elbv2-key-file (one
+line "ACCESS_KEY_ID SECRET_ACCESS_KEY") or $MYTHEX_LB_AWS_ACCESS_KEY_ID and
+$MYTHEX_LB_AWS_SECRET_ACCESS_KEY. Requests must be SigV4-signed with it for
+load_balancer.region (default us-east-1); the target group's ARN is
+load_balancer.target_group_arn or a default. So the alb driver, the AWS SDKs and the
+AWS CLI (--endpoint-url) can drive it. --elbv2-throttle N answers only N calls per second
+(ThrottlingException beyond), to rehearse a throttled account.
+
 State changes are logged; requests are not. SIGINT or SIGTERM shut it down cleanly.`,
 		Example: `  # run the LB of the seed fleet, token from the environment
   MYTHEX_LB_TOKEN=$(openssl rand -hex 32) mythex lb -f examples/seed/after.yml
@@ -50,7 +63,14 @@ State changes are logged; requests are not. SIGINT or SIGTERM shut it down clean
       --token-file /etc/mythex/lb.token --log-format json
 
   # watch the targets
-  curl -H "Authorization: Bearer $MYTHEX_LB_TOKEN" http://127.0.0.1:9079/v1/targets`,
+  curl -H "Authorization: Bearer $MYTHEX_LB_TOKEN" http://127.0.0.1:9079/v1/targets
+
+  # also answer the ELBv2 API, and ask it with the AWS CLI
+  MYTHEX_LB_TOKEN=$(openssl rand -hex 32) MYTHEX_LB_AWS_ACCESS_KEY_ID=AKIAEXAMPLE MYTHEX_LB_AWS_SECRET_ACCESS_KEY=secret \
+      mythex lb -f mythex.yml
+  AWS_ACCESS_KEY_ID=AKIAEXAMPLE AWS_SECRET_ACCESS_KEY=secret aws elbv2 describe-target-health \
+      --region us-east-1 --endpoint-url http://127.0.0.1:8079 \
+      --target-group-arn arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/mythex/6d79746865786c62`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := fleet.Load(file)
@@ -67,8 +87,15 @@ State changes are logged; requests are not. SIGINT or SIGTERM shut it down clean
 			if cmd.Flags().Changed("algorithm") {
 				lbc.Algorithm = algorithm
 			}
-			if lbc.Kind != fleet.KindEmbedded {
-				return usagef("load_balancer.kind is %q; mythex lb runs only the embedded kind", lbc.Kind)
+			if lbc.Kind != fleet.KindEmbedded && lbc.Kind != fleet.KindALB {
+				return usagef("load_balancer.kind is %q; mythex lb runs the embedded kind, or stands in for an ALB (kind alb) through its ELBv2 endpoint", lbc.Kind)
+			}
+			elbv2, err := elbv2Options(lbc, elbv2KeyFile, elbv2Throttle)
+			if err != nil {
+				return err
+			}
+			if lbc.Kind == fleet.KindALB && elbv2 == nil {
+				return usagef("load_balancer.kind is alb: mythex lb stands in for the ALB only through its ELBv2 endpoint; give it a key pair (--elbv2-key-file or $%s and $%s)", elbv2KeyIDEnv, elbv2SecretEnv)
 			}
 			settings, err := lb.SettingsFromFleet(lbc)
 			if err != nil {
@@ -95,7 +122,7 @@ State changes are logged; requests are not. SIGINT or SIGTERM shut it down clean
 				return err
 			}
 
-			srv, err := lb.New(lb.Options{Settings: settings, Token: token, Logger: log})
+			srv, err := lb.New(lb.Options{Settings: settings, Token: token, Logger: log, ELBv2: elbv2})
 			if err != nil {
 				return err
 			}
@@ -115,6 +142,10 @@ State changes are logged; requests are not. SIGINT or SIGTERM shut it down clean
 				"health_check_interval", settings.HealthCheckInterval, "healthy_threshold", settings.Thresholds.Healthy,
 				"unhealthy_threshold", settings.Thresholds.Unhealthy, "deregistration_delay", settings.DeregistrationDelay,
 				"idle_timeout", settings.IdleTimeout)
+			if elbv2 != nil {
+				log.Info("ELBv2 API endpoint on the admin listener", "endpoint", "http://"+adminLn.Addr().String()+"/",
+					"region", elbv2.Region, "target_group_arn", srv.TargetGroupARN, "throttle_calls_per_second", elbv2.Throttle)
+			}
 			for _, h := range cfg.Hosts {
 				if _, err := srv.Group.Register(h.Name, h.Target); err != nil {
 					ln.Close()
@@ -134,9 +165,67 @@ State changes are logged; requests are not. SIGINT or SIGTERM shut it down clean
 	f.StringVar(&adminListen, "admin-listen", "", "admin API address host:port (default: load_balancer.admin_listen)")
 	f.StringVar(&tokenFile, "token-file", "", "file holding the admin bearer token (default: load_balancer.admin_token_file, else $"+lbTokenEnv+")")
 	f.StringVar(&algorithm, "algorithm", "", "round_robin or least_outstanding_requests (default: load_balancer.algorithm)")
+	f.StringVar(&elbv2KeyFile, "elbv2-key-file", "", "file holding the ELBv2 endpoint's key pair, one line \"ACCESS_KEY_ID SECRET_ACCESS_KEY\" (default: $"+elbv2KeyIDEnv+" and $"+elbv2SecretEnv+"; neither: no ELBv2 endpoint)")
+	f.Float64Var(&elbv2Throttle, "elbv2-throttle", 0, "answer at most this many ELBv2 calls per second, ThrottlingException beyond (0: no limit)")
 	f.BoolVar(&allowRemote, "admin-allow-remote", false, "allow an admin address beyond loopback (the token still applies)")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	cmd.AddCommand(newLBApplyCmd())
 	return cmd
+}
+
+// Environment variables of the ELBv2 endpoint's key pair.
+const (
+	elbv2KeyIDEnv  = "MYTHEX_LB_AWS_ACCESS_KEY_ID"
+	elbv2SecretEnv = "MYTHEX_LB_AWS_SECRET_ACCESS_KEY"
+)
+
+// elbv2Options builds the ELBv2 endpoint's options from the key file or the
+// environment; nil when neither gives a key pair (no endpoint).
+func elbv2Options(lbc fleet.LoadBalancer, keyFile string, throttle float64) (*lb.ELBv2Options, error) {
+	if throttle < 0 {
+		return nil, usagef("--elbv2-throttle must be 0 (no limit) or more calls per second, got %v", throttle)
+	}
+	var key lb.KeyPair
+	if keyFile != "" {
+		b, err := os.ReadFile(keyFile)
+		if err != nil {
+			return nil, withCode(exitBadUse, fmt.Errorf("--elbv2-key-file: %w", err))
+		}
+		f := strings.Fields(string(b))
+		if len(f) != 2 {
+			return nil, usagef("--elbv2-key-file %s must hold one line \"ACCESS_KEY_ID SECRET_ACCESS_KEY\"", keyFile)
+		}
+		key = lb.KeyPair{AccessKeyID: f[0], SecretAccessKey: f[1]}
+	} else {
+		key = lb.KeyPair{AccessKeyID: os.Getenv(elbv2KeyIDEnv), SecretAccessKey: os.Getenv(elbv2SecretEnv)}
+		if key.AccessKeyID == "" && key.SecretAccessKey == "" {
+			return nil, nil
+		}
+		if key.AccessKeyID == "" || key.SecretAccessKey == "" {
+			return nil, usagef("set both $%s and $%s for the ELBv2 endpoint, or neither", elbv2KeyIDEnv, elbv2SecretEnv)
+		}
+	}
+	o := &lb.ELBv2Options{Key: key, Region: lbc.Region, TargetGroupARN: lbc.TargetGroupARN, Throttle: throttle}
+	if o.Region == "" {
+		o.Region = arnRegion(lbc.TargetGroupARN)
+	}
+	if o.Region == "" {
+		o.Region = lb.DefaultELBv2Region
+	}
+	if err := o.Validate(); err != nil {
+		return nil, usagef("%v", err)
+	}
+	return o, nil
+}
+
+// arnRegion is the region field of an ARN (arn:aws:SERVICE:REGION:…); "" when
+// it has none.
+func arnRegion(arn string) string {
+	f := strings.Split(arn, ":")
+	if len(f) < 6 {
+		return ""
+	}
+	return f[3]
 }
 
 // newLogger returns a slog logger on the command's stderr in format.

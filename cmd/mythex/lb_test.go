@@ -17,7 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/lbapi"
+	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/testbin"
 	"github.com/mythex/mythex/internal/wire"
 )
@@ -84,10 +85,15 @@ func TestLBCmd_BadInputExits2(t *testing.T) {
 		{"admin beyond loopback", []string{"lb", "-f", good, "--admin-listen", "0.0.0.0:9079"}, "tok-0123456789abcdef", "--admin-allow-remote"},
 		{"bad log format", []string{"lb", "-f", good, "--log-format", "xml"}, "tok-0123456789abcdef", "--log-format"},
 		{"not the embedded kind", []string{"lb", "-f", lbConfig(t, "127.0.0.1:9101", "127.0.0.1:9080", "127.0.0.1:9079", "  kind: haproxy\n")}, "tok-0123456789abcdef", "embedded"},
+		{"alb stand-in without a key pair", []string{"lb", "-f", lbConfig(t, "127.0.0.1:9101", "127.0.0.1:9080", "127.0.0.1:9079", "  kind: alb\n")}, "tok-0123456789abcdef", elbv2KeyIDEnv},
+		{"negative ELBv2 throttle", []string{"lb", "-f", good, "--elbv2-throttle", "-1"}, "tok-0123456789abcdef", "--elbv2-throttle"},
+		{"unreadable ELBv2 key file", []string{"lb", "-f", good, "--elbv2-key-file", "/nonexistent/key"}, "tok-0123456789abcdef", "--elbv2-key-file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv(lbTokenEnv, tt.token)
+			t.Setenv(elbv2KeyIDEnv, "")
+			t.Setenv(elbv2SecretEnv, "")
 			stderr := captureStderr(t, func() {
 				if code := run(tt.args); code != exitBadUse {
 					t.Errorf("exit code %d, want %d", code, exitBadUse)
@@ -158,11 +164,11 @@ func TestLBCmd_ServesRegistersAndStops(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
 
-	c := lb.NewClient(admin, "s3cret-0123456789abcdef", nil)
+	c := lbapi.NewClient(admin, "s3cret-0123456789abcdef", nil)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		st, err := c.Target(ctx, "web-1")
-		if err == nil && st.State == lb.StateHealthy && st.InRotation {
+		if err == nil && st.State == lbport.StateHealthy && st.InRotation {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -179,7 +185,7 @@ func TestLBCmd_ServesRegistersAndStops(t *testing.T) {
 	if resp.StatusCode != 200 || string(b) != "app /hello" || resp.Header.Get(wire.HeaderLB) != "" {
 		t.Fatalf("through the LB: %d %q marker %q", resp.StatusCode, b, resp.Header.Get(wire.HeaderLB))
 	}
-	if _, err := lb.NewClient(admin, "wrong", nil).Targets(ctx); err == nil {
+	if _, err := lbapi.NewClient(admin, "wrong", nil).Targets(ctx); err == nil {
 		t.Fatal("admin API answered a wrong token")
 	}
 
@@ -227,11 +233,11 @@ func TestLBCmd_SIGTERMStopsTheProcessCleanly(t *testing.T) {
 			<-exited
 		}
 	})
-	c := lb.NewClient(admin, "s3cret-0123456789abcdef", nil)
+	c := lbapi.NewClient(admin, "s3cret-0123456789abcdef", nil)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		st, err := c.Target(context.Background(), "web-1")
-		if err == nil && st.State == lb.StateHealthy {
+		if err == nil && st.State == lbport.StateHealthy {
 			break
 		}
 		if time.Now().After(deadline) {

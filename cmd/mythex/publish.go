@@ -18,7 +18,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mythex/mythex/internal/auth"
-	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/lbapi"
+	"github.com/mythex/mythex/internal/lbport"
+	"github.com/mythex/mythex/internal/lbport/embedded"
 	"github.com/mythex/mythex/internal/platform"
 	"github.com/mythex/mythex/internal/platform/docker"
 	"github.com/mythex/mythex/internal/platform/fly"
@@ -156,7 +158,7 @@ func (t *publishTarget) gate(opts publish.Options, observer func(publish.Event))
 
 // router returns the load balancer the publish drives, or nil (in place).
 // On Fly with --strategy bluegreen and no --lb-admin it is Fly Proxy itself.
-func (t *publishTarget) router() (publish.Router, error) {
+func (t *publishTarget) router() (lbport.Driver, error) {
 	if t.lbAdmin == "" && t.platform == "fly" && t.strategy == string(publish.StrategyBlueGreen) {
 		c, err := fly.New(fly.Options{BaseURL: t.flyURL, Token: t.flyToken})
 		if err != nil {
@@ -171,7 +173,7 @@ func (t *publishTarget) router() (publish.Router, error) {
 	if err != nil {
 		return nil, usagef("--lb-admin %s: %v", t.lbAdmin, err)
 	}
-	return publish.LBRouter{Client: lb.NewClient(t.lbAdmin, token, nil)}, nil
+	return embedded.New(lbapi.NewClient(t.lbAdmin, token, nil)), nil
 }
 
 // checkAppFlag returns a usage error (exit 2) unless app is a valid app name,

@@ -3,49 +3,78 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 
+	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/platform"
 	"github.com/mythex/mythex/internal/platform/fly"
-	"github.com/mythex/mythex/internal/publish"
 )
 
-// flyProxyRouter is the publish gate's Router over Fly Proxy: a machine
-// created with skip_service_registration is registered by uncordoning it and
-// taken out of routing by cordoning it, as flyctl's blue-green deploy does.
-// In rotation means started, not cordoned, and every check of the machine
-// passing. Fly does not report requests in flight, so a drain waits only for
-// the cordon.
+// flyProxyRouter is the publish gate's load balancer over Fly Proxy: a
+// machine created with skip_service_registration is registered by
+// uncordoning it and taken out of routing by cordoning it, as flyctl's
+// blue-green deploy does. In rotation means started, not cordoned, and every
+// check of the machine passing. Fly does not report requests in flight, so a
+// drain waits only for the cordon.
 type flyProxyRouter struct {
 	c   *fly.Client
 	app string
 }
 
-var _ publish.Router = flyProxyRouter{}
+var _ lbport.Driver = flyProxyRouter{}
 
-// Register implements publish.Router; the address is not needed (the proxy
+// Kind is "fly".
+func (r flyProxyRouter) Kind() string { return "fly" }
+
+// Register uncordons the machine; the address is not needed (the proxy
 // finds the machine by id).
-func (r flyProxyRouter) Register(ctx context.Context, id, _ string) error {
-	return r.c.Uncordon(ctx, r.app, id)
+func (r flyProxyRouter) Register(ctx context.Context, t lbport.TargetRef) error {
+	return r.c.Uncordon(ctx, r.app, t.ID)
 }
 
-// Deregister implements publish.Router; an unknown machine is not an error.
-func (r flyProxyRouter) Deregister(ctx context.Context, id string) error {
-	err := r.c.Cordon(ctx, r.app, id)
+// Deregister cordons the machine; an unknown machine is not an error.
+func (r flyProxyRouter) Deregister(ctx context.Context, t lbport.TargetRef) error {
+	err := r.c.Cordon(ctx, r.app, t.ID)
 	if errors.Is(err, platform.ErrNotFound) {
 		return nil
 	}
 	return err
 }
 
-// Target implements publish.Router.
-func (r flyProxyRouter) Target(ctx context.Context, id string) (publish.TargetState, error) {
-	cordoned, state, pass, err := r.c.Routing(ctx, r.app, id)
-	if errors.Is(err, platform.ErrNotFound) {
-		return publish.TargetState{}, nil
+// Describe reports each machine's routing, one Fly call per machine: a
+// cordoned machine still started is draining, a cordoned stopped one or an
+// unknown one unused, an uncordoned one healthy when started with its checks
+// passing and initial otherwise. In flight is 0: Fly does not report it.
+func (r flyProxyRouter) Describe(ctx context.Context, ts ...lbport.TargetRef) ([]lbport.Target, error) {
+	out := make([]lbport.Target, 0, len(ts))
+	for _, t := range ts {
+		cordoned, state, pass, err := r.c.Routing(ctx, r.app, t.ID)
+		tg := lbport.Target{ID: t.ID, Address: t.Address}
+		switch {
+		case errors.Is(err, platform.ErrNotFound):
+			tg.State, tg.Reason = lbport.StateUnused, lbport.ReasonNotRegistered
+		case err != nil:
+			return nil, err
+		case cordoned && state == platform.StateStarted:
+			tg.State, tg.Reason = lbport.StateDraining, lbport.ReasonDeregistrationInProgress
+		case cordoned:
+			tg.State, tg.Reason = lbport.StateUnused, lbport.ReasonNotRegistered
+		case state == platform.StateStarted && pass:
+			tg.State, tg.InRotation = lbport.StateHealthy, true
+		default:
+			tg.State, tg.Reason = lbport.StateInitial, lbport.ReasonInitialHealthChecking
+		}
+		out = append(out, tg)
 	}
-	if err != nil {
-		return publish.TargetState{}, err
-	}
-	return publish.TargetState{Registered: !cordoned, Draining: cordoned && state == platform.StateStarted,
-		InRotation: !cordoned && state == platform.StateStarted && pass}, nil
+	return out, nil
+}
+
+// Settings cannot be read: Fly checks live in fly.toml.
+func (r flyProxyRouter) Settings(context.Context) (lbport.Settings, error) {
+	return lbport.Settings{}, fmt.Errorf("fly proxy: %w", lbport.ErrUnsupported)
+}
+
+// Apply cannot change Fly checks: they live in fly.toml.
+func (r flyProxyRouter) Apply(context.Context, lbport.Settings) error {
+	return fmt.Errorf("fly proxy: %w", lbport.ErrUnsupported)
 }

@@ -13,9 +13,10 @@ import (
 	"github.com/mythex/mythex/internal/auth"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/fleetstatus"
-	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/lbapi"
 	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/lbport/embedded"
+	"github.com/mythex/mythex/internal/lbport/fleetlb"
 	"github.com/mythex/mythex/internal/termui"
 )
 
@@ -102,15 +103,24 @@ func runStatus(ctx context.Context, cfg *fleet.Loaded, f statusFlags, out, errOu
 // statusLB is the driver status reads the load balancer through; nil for a
 // kind it cannot read (then no LB column).
 func statusLB(cfg *fleet.Loaded, f statusFlags) (lbport.Driver, error) {
-	if cfg.LoadBalancer.Kind == fleet.KindHAProxy && cfg.LoadBalancer.RuntimeAPI != "" {
-		return haproxyStatusDriver(cfg)
+	switch cfg.LoadBalancer.Kind {
+	case fleet.KindHAProxy:
+		if cfg.LoadBalancer.RuntimeAPI != "" {
+			return haproxyStatusDriver(cfg)
+		}
+	case fleet.KindEmbedded:
+		tok, err := auth.LoadToken(firstNonEmpty(f.lbTokenFile, cfg.LoadBalancer.AdminTokenFile), lbTokenEnv)
+		if err != nil {
+			return nil, usagef("load balancer token: %v", err)
+		}
+		return embedded.New(lbapi.NewClient(adminURL(cfg.LoadBalancer.AdminListen), tok, nil)), nil
+	case fleet.KindALB:
+		// The AWS SDK's default credentials; one DescribeTargetHealth call.
+		d, err := fleetlb.Open(context.Background(), cfg.LoadBalancer, fleetlb.Options{})
+		if err != nil {
+			return nil, lbExit(err)
+		}
+		return d, nil
 	}
-	if cfg.LoadBalancer.Kind != fleet.KindEmbedded {
-		return nil, nil
-	}
-	tok, err := auth.LoadToken(firstNonEmpty(f.lbTokenFile, cfg.LoadBalancer.AdminTokenFile), lbTokenEnv)
-	if err != nil {
-		return nil, usagef("load balancer token: %v", err)
-	}
-	return embedded.New(lb.NewClient(adminURL(cfg.LoadBalancer.AdminListen), tok, nil)), nil
+	return nil, nil
 }

@@ -24,23 +24,21 @@ import (
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/definition"
 	"github.com/mythex/mythex/internal/hostlock"
+	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/runtime"
 	"github.com/mythex/mythex/internal/watchdog"
 )
-
-// Registrar puts a target back into the load balancer; *lb.Client implements
-// it through an adapter. The agent uses it only to recover from a dead deploy.
-type Registrar interface {
-	Register(ctx context.Context, id, address string) error
-}
 
 // Recovery tells the agent how to put its host back into rotation when a
 // deploy's lease expires. Zero value: no load balancer to talk to (the host is
 // still returned to its last good definition).
 type Recovery struct {
-	// LB re-registers the target; nil means none.
-	LB Registrar
-	// TargetID is the host's target id in the load balancer (its name).
+	// LB is the load balancer the target is registered with again; nil
+	// means none. The agent uses only Register, to recover from a dead
+	// deploy.
+	LB lbport.Driver
+	// TargetID is the host's target id in the load balancer (its name for
+	// the embedded LB, hosts[].target_id for an ALB).
 	TargetID string
 	// TargetAddress is the host:port the load balancer routes to.
 	TargetAddress string

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/definition"
+	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/runtime/process"
 	"github.com/mythex/mythex/internal/testbin"
 )
@@ -81,12 +82,24 @@ type fakeRegistrar struct {
 	calls []string
 }
 
-func (f *fakeRegistrar) Register(_ context.Context, id, addr string) error {
+func (f *fakeRegistrar) Register(_ context.Context, t lbport.TargetRef) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls = append(f.calls, id+"@"+addr)
+	f.calls = append(f.calls, t.ID+"@"+t.Address)
 	return nil
 }
+
+func (f *fakeRegistrar) Kind() string { return "fake" }
+func (f *fakeRegistrar) Deregister(context.Context, lbport.TargetRef) error {
+	return lbport.ErrUnsupported
+}
+func (f *fakeRegistrar) Describe(context.Context, ...lbport.TargetRef) ([]lbport.Target, error) {
+	return nil, lbport.ErrUnsupported
+}
+func (f *fakeRegistrar) Settings(context.Context) (lbport.Settings, error) {
+	return lbport.Settings{}, lbport.ErrUnsupported
+}
+func (f *fakeRegistrar) Apply(context.Context, lbport.Settings) error { return lbport.ErrUnsupported }
 
 func (f *fakeRegistrar) registered() []string {
 	f.mu.Lock()

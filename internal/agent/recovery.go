@@ -8,6 +8,7 @@ import (
 
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/definition"
+	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/runtime"
 )
 
@@ -202,7 +203,7 @@ func (a *Agent) registerAgain(ctx context.Context) error {
 	deadline := a.clock.Now().Add(registerFor)
 	delay := time.Second
 	for attempt := 1; ; attempt++ {
-		err := rc.LB.Register(ctx, rc.TargetID, rc.TargetAddress)
+		err := rc.LB.Register(ctx, lbport.TargetRef{ID: rc.TargetID, Address: rc.TargetAddress})
 		if err == nil {
 			a.log.Info("recovery: target registered with the load balancer again", "target", rc.TargetID, "attempts", attempt)
 			return nil

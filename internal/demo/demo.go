@@ -16,6 +16,7 @@ import (
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/deployrec"
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/probe"
 	"github.com/mythex/mythex/internal/termui"
 )
@@ -70,7 +71,8 @@ type Options struct {
 	// (containers on the local Docker engine; Exe must be statically
 	// linked).
 	Runtime string
-	// LB is the load balancer: LBEmbedded (default) or LBHAProxy.
+	// LB is the load balancer: LBEmbedded (default), LBHAProxy, or LBALB
+	// (the embedded LB driven through the alb driver and its ELBv2 endpoint).
 	LB string
 	// Adjust, when set, changes the scaled profile before the fleet starts
 	// (tests widen a timeout for a loaded machine).
@@ -125,6 +127,8 @@ type DeployReport struct {
 	Bound    deploy.Bound        `json:"bound"`
 	Probe    ProbeSummary        `json:"probe"`
 	Versions []VersionSpan       `json:"versions"`
+	// LBCalls is how many ELBv2 API calls the deploy made (--lb alb).
+	LBCalls int64 `json:"lb_calls,omitempty"`
 	// Fault is what a fault run found; nil without one.
 	Fault *FaultReport `json:"fault_report,omitempty"`
 }
@@ -132,6 +136,7 @@ type DeployReport struct {
 // Summary is the whole demo, as `mythex demo --json` prints it.
 type Summary struct {
 	Profile        string         `json:"profile"`
+	LB             string         `json:"lb,omitempty"`
 	TimeScale      float64        `json:"time_scale"`
 	Hosts          int            `json:"hosts"`
 	Rate           float64        `json:"rate"`
@@ -244,7 +249,7 @@ func Run(ctx context.Context, o Options) (sum Summary, err error) {
 			defer os.RemoveAll(o.Dir)
 		}
 	}
-	sum = Summary{Profile: o.Profile, TimeScale: o.TimeScale, Hosts: o.Hosts, Rate: o.Rate}
+	sum = Summary{Profile: o.Profile, LB: o.LB, TimeScale: o.TimeScale, Hosts: o.Hosts, Rate: o.Rate}
 	if o.Keep {
 		sum.Dir = o.Dir
 	}
@@ -261,7 +266,8 @@ func Run(ctx context.Context, o Options) (sum Summary, err error) {
 	fmt.Fprintf(out, "  health check every %v, unhealthy after %d, drain serves %v, drain mode %s\n",
 		hc.Interval, hc.UnhealthyThreshold, cfg.Drain.ServePeriod, cfg.Deploy.DrainMode)
 
-	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: o.Hosts, Exe: o.Exe, Dir: o.Dir, Logger: o.Logger, Runtime: o.Runtime, LB: o.LB})
+	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: o.Hosts, Exe: o.Exe, Dir: o.Dir, Logger: o.Logger, Runtime: o.Runtime, LB: o.LB,
+		LBPoll: time.Duration(float64(lbport.DefaultPollInterval) * o.TimeScale)})
 	if err != nil {
 		return sum, err
 	}
@@ -403,6 +409,7 @@ func deployUnderLoad(ctx context.Context, f *Fleet, o Options, from, version str
 	rec.ProbeStopped(report)
 	rec.Close()
 	rep.OK, rep.Hosts, rep.Seconds, rep.Bound = derr == nil, res.Hosts, res.Seconds, res.Bound
+	rep.LBCalls = f.LBCalls
 	if derr != nil {
 		rep.Error = derr.Error()
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/fleet"
-	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/lbapi"
 	"github.com/mythex/mythex/internal/probe"
 	"github.com/mythex/mythex/internal/runtime/docker"
 	"github.com/mythex/mythex/internal/testbin"
@@ -280,7 +280,7 @@ func TestFleet_DeployKilledMidDrainHostRecovers(t *testing.T) {
 	}
 	// The lease lapses (deploy.lease_ttl), the agent restores v1 and puts
 	// the target back; the LB then calls it healthy.
-	lbc := lb.NewClient("http://"+f.Loaded.LoadBalancer.AdminListen, f.LBToken, nil)
+	lbc := lbapi.NewClient("http://"+f.Loaded.LoadBalancer.AdminListen, f.LBToken, nil)
 	deadline := time.Now().Add(f.Loaded.Deploy.LeaseTTL + time.Minute)
 	for {
 		t1, err := lbc.Target(context.Background(), "web-1")

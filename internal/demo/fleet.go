@@ -26,11 +26,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
 	dockerexample "github.com/mythex/mythex/examples/docker"
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/lbapi"
+	"github.com/mythex/mythex/internal/lbport/fleetlb"
 	"github.com/mythex/mythex/internal/lbport/haproxy/local"
 )
 
@@ -55,7 +59,15 @@ type FleetOptions struct {
 	// (containers of the sample app image on the local Docker engine, from
 	// examples/docker/compose.yaml; Exe must then be statically linked).
 	Runtime string
-	// LB is the load balancer: LBEmbedded (default) or LBHAProxy.
+	// LBPoll is how often a deploy polls the load balancer (LB alb).
+	// Default: the deploy's, a tenth of the health check interval.
+	LBPoll time.Duration
+	// ELBv2Throttle, when more than 0, makes the LB's ELBv2 endpoint answer
+	// only this many calls per second (LB alb).
+	ELBv2Throttle float64
+	// LB is the load balancer: LBEmbedded (default), LBHAProxy, or LBALB
+	// (the embedded LB driven through its ELBv2 endpoint by the alb driver,
+	// signed with a key pair made for the run).
 	LB string
 }
 
@@ -81,6 +93,14 @@ type Fleet struct {
 	AgentToken, LBToken string
 	// LB is the embedded load balancer, running in this process.
 	LB *lb.Server
+	// ELBv2Key is the key pair of the LB's ELBv2 endpoint (LB alb).
+	ELBv2Key lb.KeyPair
+	// LBCalls is how many load balancer API calls the last Deploy made
+	// (LB alb).
+	LBCalls int64
+
+	lbPoll   time.Duration
+	throttle float64
 
 	dir    string
 	docker *dockerFleet // nil on the process runtime
@@ -114,7 +134,7 @@ func StartFleet(ctx context.Context, o FleetOptions) (_ *Fleet, err error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	f := &Fleet{dir: o.Dir, exe: o.Exe, AgentToken: token(), LBToken: token()}
+	f := &Fleet{dir: o.Dir, exe: o.Exe, AgentToken: token(), LBToken: token(), lbPoll: o.LBPoll, throttle: o.ELBv2Throttle}
 	defer func() {
 		if err != nil {
 			f.Close()
@@ -128,13 +148,28 @@ func StartFleet(ctx context.Context, o FleetOptions) (_ *Fleet, err error) {
 	cfg.LoadBalancer.Kind = fleet.KindEmbedded
 	cfg.LoadBalancer.Listen = addr(ports[0])
 	cfg.LoadBalancer.AdminListen = addr(ports[1])
-	cfg.Deploy.Compose = "compose.yaml"
 	switch o.LB {
-	case "", LBEmbedded:
-	case LBHAProxy:
-		useHAProxy(&cfg, o.Dir)
+	case "", LBEmbedded, LBHAProxy:
+	case LBALB:
+		// The embedded LB stands in for the ALB: the deploy reaches it only
+		// through its ELBv2 endpoint, as it would reach AWS.
+		cfg.LoadBalancer.Kind = fleet.KindALB
+		cfg.LoadBalancer.TargetType = fleet.TargetTypeIP
+		cfg.LoadBalancer.Endpoint = "http://" + cfg.LoadBalancer.AdminListen
+		cfg.LoadBalancer.Region = lb.DefaultELBv2Region
+		cfg.LoadBalancer.TargetGroupARN = lb.DefaultTargetGroupARN
+		// A propagation grace that exercises the handshake's wait yet keeps
+		// the overlap invariant: half the slack between the serve period and
+		// the health check's detection time.
+		hc := cfg.LoadBalancer.HealthCheck
+		cfg.LoadBalancer.PropagationMargin = max(0, (cfg.Drain.ServePeriod-time.Duration(hc.UnhealthyThreshold)*hc.Interval-hc.Timeout)/2)
+		f.ELBv2Key = lb.KeyPair{AccessKeyID: "AKIAMYTHEXDEMO" + strings.ToUpper(token()[:6]), SecretAccessKey: token()}
 	default:
-		return nil, fmt.Errorf("%w: load balancer %q; use %s or %s", fleet.ErrInvalid, o.LB, LBEmbedded, LBHAProxy)
+		return nil, fmt.Errorf("%w: load balancer %q; use %s, %s or %s", fleet.ErrInvalid, o.LB, LBEmbedded, LBHAProxy, LBALB)
+	}
+	cfg.Deploy.Compose = "compose.yaml"
+	if o.LB == LBHAProxy {
+		useHAProxy(&cfg, o.Dir)
 	}
 	hc := cfg.LoadBalancer.HealthCheck
 	cfg.Hosts = nil
@@ -236,7 +271,12 @@ func (f *Fleet) serveLB(targets []lb.TargetStatus, wait bool) error {
 	if err != nil {
 		return err
 	}
-	srv, err := lb.New(lb.Options{Settings: settings, Token: f.LBToken, Logger: f.logger, ShutdownTimeout: 2 * time.Second})
+	o := lb.Options{Settings: settings, Token: f.LBToken, Logger: f.logger, ShutdownTimeout: 2 * time.Second}
+	if f.Loaded.LoadBalancer.Kind == fleet.KindALB {
+		o.ELBv2 = &lb.ELBv2Options{Key: f.ELBv2Key, Region: f.Loaded.LoadBalancer.Region, TargetGroupARN: f.Loaded.LoadBalancer.TargetGroupARN,
+			Throttle: f.throttle}
+	}
+	srv, err := lb.New(o)
 	if err != nil {
 		return err
 	}
@@ -310,8 +350,8 @@ func (f *Fleet) restartLBOnce(context.Context) {
 }
 
 // lbClient is a client of the running load balancer's admin API.
-func (f *Fleet) lbClient() *lb.Client {
-	return lb.NewClient(f.Loaded.LoadBalancer.AdminListen, f.LBToken, nil)
+func (f *Fleet) lbClient() *lbapi.Client {
+	return lbapi.NewClient(f.Loaded.LoadBalancer.AdminListen, f.LBToken, nil)
 }
 
 // dupListener returns a listener on a duplicate of ln's socket: closing
@@ -403,6 +443,18 @@ func (f *Fleet) Deploy(ctx context.Context, version string, vars map[string]stri
 	o, err := f.deployOptions(ctx, &loaded, version)
 	if err != nil {
 		return deploy.Result{}, err
+	}
+	if loaded.LoadBalancer.Kind == fleet.KindALB {
+		creds := credentials.NewStaticCredentialsProvider(f.ELBv2Key.AccessKeyID, f.ELBv2Key.SecretAccessKey, "")
+		d, err := fleetlb.Open(ctx, loaded.LoadBalancer, fleetlb.Options{Credentials: creds})
+		if err != nil {
+			return deploy.Result{}, err
+		}
+		// The demo's timings are scaled down: poll at its pace, not 2 s.
+		o.LB, o.Poll = d, f.lbPoll
+		if c, ok := d.(interface{ Calls() int64 }); ok {
+			defer func() { f.LBCalls = c.Calls() }()
+		}
 	}
 	o.Holder = "mythex demo " + version
 	o.Observer = obs

@@ -19,6 +19,9 @@ const (
 	// LBHAProxy is a real HAProxy (Debian's haproxy package), started with a
 	// generated haproxy.cfg and driven through its Runtime API.
 	LBHAProxy = fleet.KindHAProxy
+	// LBALB is the embedded load balancer driven as an AWS ALB: deploys go
+	// through the alb driver and its ELBv2 endpoint.
+	LBALB = fleet.KindALB
 )
 
 // haproxyBackend is the backend name of the demo's HAProxy.

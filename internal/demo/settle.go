@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/deploy"
-	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/lbport"
 )
 
 // Settle waits, bounded by limit, until the fleet is in one final state:
@@ -70,7 +70,7 @@ func (f *Fleet) finalState(ctx context.Context) (string, string) {
 		if err != nil {
 			return "", fmt.Sprintf("%s: load balancer: %v", h.Name, err)
 		}
-		if t.State != lb.StateHealthy || !t.InRotation {
+		if t.State != lbport.StateHealthy || !t.InRotation {
 			return "", fmt.Sprintf("%s: load balancer reports it %s, in rotation %v", h.Name, t.State, t.InRotation)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/mythex/mythex/internal/agentconn"
 	"github.com/mythex/mythex/internal/fleetstatus"
-	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/lbapi"
 	"github.com/mythex/mythex/internal/lbport/embedded"
 	"github.com/mythex/mythex/internal/termui"
 )
@@ -20,7 +20,7 @@ func TestFleet_Status(t *testing.T) {
 	f := startFleet(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	lbc := lb.NewClient("http://"+f.Loaded.LoadBalancer.AdminListen, f.LBToken, nil)
+	lbc := lbapi.NewClient("http://"+f.Loaded.LoadBalancer.AdminListen, f.LBToken, nil)
 	driver := embedded.New(lbc)
 	pool := agentconn.NewPool(agentconn.Options{})
 	defer pool.Close()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/lbport"
 )
 
 // ErrCapacity: too few targets outside a batch were healthy and in rotation
@@ -19,7 +20,7 @@ var ErrCapacity = errors.New("not enough capacity to drain a batch")
 // targetRead is one target as the LB reported it, or why it could not.
 type targetRead struct {
 	Host string
-	View TargetView
+	View lbport.Target
 	Err  error
 }
 
@@ -51,13 +52,13 @@ func decideCapacity(reads []targetRead, batch []string, required int) capacityVe
 	serving := false
 	for _, r := range reads {
 		if slices.Contains(batch, r.Host) {
-			serving = serving || (r.Err != nil || inService(r.View))
+			serving = serving || (r.Err != nil || lbport.InService(r.View))
 			continue
 		}
 		switch {
 		case r.Err != nil:
 			v.Out = append(v.Out, fmt.Sprintf("%s (load balancer: %v)", r.Host, r.Err))
-		case r.View.Registered && r.View.State == "healthy" && r.View.InRotation:
+		case lbport.InService(r.View):
 			v.InService++
 		default:
 			v.Out = append(v.Out, fmt.Sprintf("%s (%s)", r.Host, describe(r.View)))
@@ -67,15 +68,24 @@ func decideCapacity(reads []targetRead, batch []string, required int) capacityVe
 	return v
 }
 
-// readTargets asks the LB about every host.
+// readTargets asks the LB about every host, in one Describe call.
 func (d *Deployer) readTargets(ctx context.Context) []targetRead {
 	reads := make([]targetRead, 0, len(d.o.Hosts))
+	refs := make([]lbport.TargetRef, 0, len(d.o.Hosts))
 	for _, h := range d.o.Hosts {
-		t, err := d.o.LB.Target(ctx, h.Name)
+		refs = append(refs, ref(h))
+	}
+	ts, err := d.lb.Describe(ctx, refs...)
+	if err == nil && len(ts) != len(refs) {
+		err = &lbport.UnexpectedError{Op: "describe", Detail: fmt.Sprintf("asked for %d targets, got %d", len(refs), len(ts))}
+	}
+	for i, h := range d.o.Hosts {
+		r := targetRead{Host: h.Name, Err: err}
 		if err == nil {
-			d.sawTarget(h.Name, PhaseCapacity, t)
+			r.View = ts[i]
+			d.sawTarget(h.Name, PhaseCapacity, r.View)
 		}
-		reads = append(reads, targetRead{Host: h.Name, View: t, Err: err})
+		reads = append(reads, r)
 	}
 	return reads
 }

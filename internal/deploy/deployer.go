@@ -13,6 +13,7 @@ import (
 
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/lbport"
 )
 
 // Errors Run returns (wrapped) besides a *StepError.
@@ -66,10 +67,13 @@ func (e *StepError) Unwrap() error { return e.Err }
 
 // Host is one host to deploy to.
 type Host struct {
-	// Name is the host's name and its target id in the load balancer.
+	// Name is the host's name.
 	Name string
 	// Target is the host:port the load balancer routes to.
 	Target string
+	// Ref is the host's target in the load balancer. Default: id Name,
+	// address Target (the embedded LB's naming).
+	Ref lbport.TargetRef
 	// Agent is the host's agent.
 	Agent Agent
 	// Definition is the canonical JSON of the definition to publish to this host.
@@ -90,8 +94,9 @@ type Options struct {
 	Holder string
 	// Hosts in deploy order.
 	Hosts []Host
-	// LB is the load balancer's admin API.
-	LB LB
+	// LB drives the load balancer. After a target reads unused the deploy
+	// waits Config.LoadBalancer.PropagationMargin more (the propagation grace).
+	LB lbport.Driver
 	// Front sends requests through the load balancer for verification.
 	Front Front
 	// Verify lists the services checked on every host; empty means every
@@ -166,6 +171,10 @@ type Deployer struct {
 	obs      *serialObserver
 	bound    Bound
 	required int
+	lb       *lbView
+	// poller watches targets: one Describe call per poll for every host
+	// being waited on.
+	poller *lbport.Poller
 
 	// states is every host's state, in deploy order (set by preflight).
 	states []*hostState
@@ -243,7 +252,9 @@ func New(opts Options) (*Deployer, error) {
 	if len(opts.TargetServices) == 0 {
 		opts.TargetServices = opts.Config.Deploy.TargetServices
 	}
-	return &Deployer{o: opts, clock: opts.Clock, obs: &serialObserver{o: opts.Observer}, bound: LowerBound(opts.Config), required: required}, nil
+	view := newLBView(opts.LB, opts.Config.LoadBalancer.PropagationMargin, opts.Clock)
+	return &Deployer{o: opts, clock: opts.Clock, obs: &serialObserver{o: opts.Observer}, bound: LowerBound(opts.Config), required: required,
+		lb: view, poller: lbport.NewPoller(view, opts.Clock, opts.Poll)}, nil
 }
 
 func (d *Deployer) emit(host string, p Phase, k EventKind, elapsed time.Duration, detail string) {
@@ -252,7 +263,7 @@ func (d *Deployer) emit(host string, p Phase, k EventKind, elapsed time.Duration
 
 // sawTarget emits an EventTarget when a poll during phase p found host's
 // target in a state other than the one last seen.
-func (d *Deployer) sawTarget(host string, p Phase, t TargetView) {
+func (d *Deployer) sawTarget(host string, p Phase, t lbport.Target) {
 	s := targetStateOf(t)
 	if d.targets.changed(host, s) {
 		d.obs.Event(Event{At: d.clock.Now(), Host: host, Phase: p, Kind: EventTarget, Target: &s})
@@ -410,8 +421,8 @@ func (d *Deployer) preflight(ctx context.Context) ([]*hostState, error) {
 		if h.Local {
 			bad = append(bad, localProblems(pctx, h, s.Runtime, d.o.ImageExists, ports)...)
 		}
-		if t, err := call(d, pctx, h.Name, PhaseLease, "load balancer target", func(ctx context.Context) (TargetView, error) {
-			return d.o.LB.Target(ctx, h.Name)
+		if t, err := call(d, pctx, h.Name, PhaseLease, "load balancer target", func(ctx context.Context) (lbport.Target, error) {
+			return d.lb.Target(ctx, h)
 		}); err != nil {
 			probs = append(probs, fmt.Sprintf("load balancer (target %s): %v", h.Name, err))
 		} else {
@@ -555,7 +566,7 @@ func (d *Deployer) sweep(ctx context.Context, moved []*hostState) error {
 			// Already on the version (publish changed nothing): verify it.
 			err = d.verifyAgent(ctx, st.h, d.o.Version)
 			if err == nil {
-				_, err = d.waitTarget(ctx, st.h.Name, PhaseSweep, healthyTimeout(d.o.Config), inService)
+				_, err = d.waitTarget(ctx, st.h, PhaseSweep, healthyTimeout(d.o.Config), lbport.InService)
 			}
 		}
 		if err != nil {

@@ -32,34 +32,6 @@ type Agent interface {
 
 var _ Agent = (*agentapi.Client)(nil)
 
-// TargetView is what the load balancer reports of one target.
-type TargetView struct {
-	// Registered is false when the LB no longer knows the target (deregistered
-	// and done draining).
-	Registered bool
-	// State is the ALB target state: initial, healthy, unhealthy, draining, unused.
-	State string
-	// InRotation says whether the LB may route a new request to it now.
-	InRotation bool
-	// InFlight is the number of requests to it not yet answered.
-	InFlight int
-	// Reason is the LB's reason code for the state.
-	Reason string
-	// Checks says how far the target is on its way back, e.g. "1/2 checks
-	// passed"; "" when the LB does not say.
-	Checks string
-}
-
-// LB is what the deploy needs of the load balancer's admin API.
-type LB interface {
-	// Target reports one target; Registered false (and no error) when unknown.
-	Target(ctx context.Context, id string) (TargetView, error)
-	// Register adds the target (state initial) or re-registers a draining one.
-	Register(ctx context.Context, id, address string) error
-	// Deregister starts draining the target.
-	Deregister(ctx context.Context, id string) error
-}
-
 // Sighting is what one request through the load balancer reached.
 type Sighting struct {
 	Host, Version string

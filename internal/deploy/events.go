@@ -3,6 +3,8 @@ package deploy
 import (
 	"sync"
 	"time"
+
+	"github.com/mythex/mythex/internal/lbport"
 )
 
 // Phase is one step of a host's deploy, in the order they run.
@@ -77,19 +79,16 @@ type TargetState struct {
 	State string `json:"state"`
 	// InRotation says whether the LB may route a new request to it.
 	InRotation bool `json:"in_rotation"`
-	// InFlight is the number of its requests not yet answered at the poll.
+	// InFlight is the number of its requests not yet answered at the poll;
+	// -1 when the LB does not report it (ALB).
 	InFlight int `json:"in_flight"`
 	// Reason is the LB's reason code, e.g. Target.DeregistrationInProgress.
 	Reason string `json:"reason,omitempty"`
 }
 
 // targetStateOf is the state an EventTarget reports for view t.
-func targetStateOf(t TargetView) TargetState {
-	s := TargetState{State: t.State, InRotation: t.InRotation, InFlight: t.InFlight, Reason: t.Reason}
-	if !t.Registered || s.State == "" {
-		s.State = "unused"
-	}
-	return s
+func targetStateOf(t lbport.Target) TargetState {
+	return TargetState{State: t.State.String(), InRotation: t.InRotation, InFlight: t.InFlight, Reason: string(t.Reason)}
 }
 
 // targetWatch remembers each host's last polled target state so an

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/agentapi"
+	"github.com/mythex/mythex/internal/lbport"
 )
 
 // fakeDef is the definition the fakes publish: just a version.
@@ -328,16 +329,39 @@ func (l *fakeLB) routable(id string) bool {
 	return t.inFlight > 0 || (t.registered && t.state == "healthy")
 }
 
-func (l *fakeLB) Target(_ context.Context, id string) (TargetView, error) {
+func (l *fakeLB) Kind() string { return "fake" }
+
+func (l *fakeLB) Settings(context.Context) (lbport.Settings, error) {
+	return lbport.Settings{}, lbport.ErrUnsupported
+}
+
+func (l *fakeLB) Apply(context.Context, lbport.Settings) error { return lbport.ErrUnsupported }
+
+func (l *fakeLB) Describe(ctx context.Context, refs ...lbport.TargetRef) ([]lbport.Target, error) {
 	l.mu.Lock()
-	if err := l.refused(); err != nil {
-		l.mu.Unlock()
-		return TargetView{}, err
+	err := l.refused()
+	l.mu.Unlock()
+	if err != nil {
+		return nil, err
 	}
+	out := make([]lbport.Target, 0, len(refs))
+	for _, r := range refs {
+		t, err := l.target(ctx, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		t.ID, t.Address = r.ID, r.Address
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func (l *fakeLB) target(_ context.Context, id string) (lbport.Target, error) {
+	l.mu.Lock()
 	t := l.targets[id]
 	l.mu.Unlock()
 	if t == nil {
-		return TargetView{}, fmt.Errorf("unknown target %s", id)
+		return lbport.Target{}, fmt.Errorf("unknown target %s", id)
 	}
 	_, healthy := l.agents[id].snapshot()
 	l.mu.Lock()
@@ -349,9 +373,9 @@ func (l *fakeLB) Target(_ context.Context, id string) (TargetView, error) {
 			t.inFlight--
 		}
 		if t.inFlight == 0 {
-			return TargetView{Registered: false, State: "unused"}, nil
+			return lbport.Target{State: lbport.StateUnused}, nil
 		}
-		return TargetView{Registered: true, State: "draining", InFlight: t.inFlight}, nil
+		return lbport.Target{State: lbport.StateDraining, InFlight: t.inFlight}, nil
 	case healthy && t.polls >= 2:
 		t.state = "healthy"
 	case !healthy && t.polls >= 2:
@@ -360,29 +384,33 @@ func (l *fakeLB) Target(_ context.Context, id string) (TargetView, error) {
 			t.inFlight--
 		}
 	}
-	return TargetView{Registered: true, State: t.state, InRotation: t.state == "healthy", InFlight: t.inFlight}, nil
+	st, err := lbport.ParseState(t.state)
+	if err != nil {
+		return lbport.Target{}, err
+	}
+	return lbport.Target{State: st, InRotation: t.state == "healthy", InFlight: t.inFlight}, nil
 }
 
-func (l *fakeLB) Register(_ context.Context, id, _ string) error {
+func (l *fakeLB) Register(_ context.Context, r lbport.TargetRef) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.refused(); err != nil {
 		return err
 	}
-	l.changes = append(l.changes, "register "+id)
-	t := l.targets[id]
+	l.changes = append(l.changes, "register "+r.ID)
+	t := l.targets[r.ID]
 	t.registered, t.state, t.polls = true, "initial", 0
 	return nil
 }
 
-func (l *fakeLB) Deregister(_ context.Context, id string) error {
+func (l *fakeLB) Deregister(_ context.Context, r lbport.TargetRef) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.refused(); err != nil {
 		return err
 	}
-	l.changes = append(l.changes, "deregister "+id)
-	t := l.targets[id]
+	l.changes = append(l.changes, "deregister "+r.ID)
+	t := l.targets[r.ID]
 	t.registered, t.polls = false, 0
 	return nil
 }

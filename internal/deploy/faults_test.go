@@ -12,6 +12,7 @@ import (
 
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/lbport"
 )
 
 func TestChanges(t *testing.T) {
@@ -67,9 +68,9 @@ func TestTakeLook_PrefersTheRunningInstance(t *testing.T) {
 }
 
 func TestDecideCapacity(t *testing.T) {
-	healthy := TargetView{Registered: true, State: "healthy", InRotation: true}
-	gone := TargetView{}
-	unhealthy := TargetView{Registered: true, State: "unhealthy", Reason: "Target.FailedHealthChecks"}
+	healthy := lbport.Target{State: lbport.StateHealthy, InRotation: true}
+	gone := lbport.Target{State: lbport.StateUnused}
+	unhealthy := lbport.Target{State: lbport.StateUnhealthy, Reason: lbport.ReasonFailedHealthChecks}
 	cases := []struct {
 		name     string
 		reads    []targetRead

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/lbport"
 )
 
 // host deploys to one host: lease, publish, drain, stop, start, healthy,
@@ -162,7 +163,7 @@ func (d *Deployer) drain(ctx context.Context, st *hostState, p Phase) (string, e
 	}
 	if mode == fleet.DrainModeDeregister || mode == fleet.DrainModeBoth {
 		if err := d.lbChange(ctx, st, p, "deregister from the load balancer", func(ctx context.Context) error {
-			return d.o.LB.Deregister(ctx, st.h.Name)
+			return d.lb.Deregister(ctx, ref(st.h))
 		}); err != nil {
 			return "", err
 		}
@@ -179,10 +180,7 @@ func (d *Deployer) drain(ctx context.Context, st *hostState, p Phase) (string, e
 	if err != nil {
 		return "", fmt.Errorf("load balancer did not take %s out of rotation: %w", st.h.Name, err)
 	}
-	if !t.Registered {
-		return fmt.Sprintf("out of rotation (%s)", describe(t)), nil
-	}
-	return fmt.Sprintf("out of rotation (%s, %d in flight)", stateOf(t), t.InFlight), nil
+	return fmt.Sprintf("out of rotation (%s)", describe(t)), nil
 }
 
 func (d *Deployer) stop(ctx context.Context, st *hostState) (string, error) {
@@ -241,22 +239,22 @@ func (d *Deployer) startingDetail(st *hostState) func(context.Context) string {
 // putBack registers the target again (fenced by the host lease) and waits
 // until the LB reports it healthy and in rotation.
 func (d *Deployer) putBack(ctx context.Context, st *hostState, p Phase) (string, error) {
-	t, err := call(d, ctx, st.h.Name, p, "load balancer target", func(ctx context.Context) (TargetView, error) {
-		return d.o.LB.Target(ctx, st.h.Name)
+	t, err := call(d, ctx, st.h.Name, p, "load balancer target", func(ctx context.Context) (lbport.Target, error) {
+		return d.lb.Target(ctx, st.h)
 	})
 	if err != nil {
 		return "", err
 	}
 	d.sawTarget(st.h.Name, p, t)
-	if st.deregistered || !t.Registered || t.State == "draining" {
+	if st.deregistered || !t.Registered() || t.State == lbport.StateDraining {
 		if err := d.lbChange(ctx, st, p, "register with the load balancer", func(ctx context.Context) error {
-			return d.o.LB.Register(ctx, st.h.Name, st.h.Target)
+			return d.lb.Register(ctx, ref(st.h))
 		}); err != nil {
 			return "", err
 		}
 		st.deregistered = false
 	}
-	t, err = d.waitTarget(ctx, st.h.Name, p, healthyTimeout(d.o.Config), inService)
+	t, err = d.waitTarget(ctx, st.h, p, healthyTimeout(d.o.Config), lbport.InService)
 	if err != nil {
 		return "", fmt.Errorf("load balancer did not report %s healthy: %w", st.h.Name, err)
 	}
@@ -278,8 +276,6 @@ func (d *Deployer) verify(ctx context.Context, st *hostState) (string, error) {
 	}
 	return fmt.Sprintf("%s up %v and verified via agent and load balancer", d.o.Version, d.o.Config.Deploy.MinHealthyTime), nil
 }
-
-func inService(t TargetView) bool { return t.Registered && t.State == "healthy" && t.InRotation }
 
 // look reads the host's status into a look at the verified services.
 func (d *Deployer) look(ctx context.Context, h Host, p Phase) (look, error) {
@@ -314,15 +310,15 @@ func (d *Deployer) lookTwice(ctx context.Context, st *hostState, version string,
 	wasIn := true
 	pr := d.progress(h.Name, p)
 	for {
-		t, err := call(d, ctx, h.Name, p, "load balancer target", func(ctx context.Context) (TargetView, error) {
-			return d.o.LB.Target(ctx, h.Name)
+		t, err := call(d, ctx, h.Name, p, "load balancer target", func(ctx context.Context) (lbport.Target, error) {
+			return d.lb.Target(ctx, h)
 		})
 		if err != nil {
 			return nil, err
 		}
 		d.sawTarget(h.Name, p, t)
 		el := d.clock.Since(begin)
-		if !inService(t) {
+		if !lbport.InService(t) {
 			if !d.clock.Now().Before(deadline) {
 				return nil, fmt.Errorf("load balancer reports %s %s: not healthy for min_healthy_time %v within %v",
 					h.Name, describe(t), window, deadline.Sub(start).Round(time.Millisecond))
@@ -332,7 +328,7 @@ func (d *Deployer) lookTwice(ctx context.Context, st *hostState, version string,
 			}
 			begin, el = d.clock.Now(), 0
 		}
-		wasIn = inService(t)
+		wasIn = lbport.InService(t)
 		if now := d.clock.Now(); now.Sub(lastAgent) >= agentEvery || el >= window {
 			lastAgent = now
 			now, err := d.look(ctx, h, p)
@@ -343,7 +339,7 @@ func (d *Deployer) lookTwice(ctx context.Context, st *hostState, version string,
 				return nil, fmt.Errorf("did not stay up for min_healthy_time %v: %s", window, strings.Join(ch, "; "))
 			}
 		}
-		if el >= window && inService(t) {
+		if el >= window && lbport.InService(t) {
 			break
 		}
 		pr.maybe(d.clock.Since(start), func() string {
@@ -382,7 +378,7 @@ func (d *Deployer) lookAgain(ctx context.Context, st *hostState, version string)
 	if err := d.verifyAgent(ctx, st.h, version); err != nil {
 		return err
 	}
-	if _, err := d.waitTarget(ctx, st.h.Name, PhaseRecheck, healthyTimeout(d.o.Config), inService); err != nil {
+	if _, err := d.waitTarget(ctx, st.h, PhaseRecheck, healthyTimeout(d.o.Config), lbport.InService); err != nil {
 		return fmt.Errorf("load balancer does not report it healthy and in rotation: %w", err)
 	}
 	return nil
@@ -396,72 +392,59 @@ func healthyTimeout(cfg *fleet.Config) time.Duration {
 	return 2*time.Duration(hc.HealthyThreshold)*(hc.Interval+hc.Timeout) + hc.Interval
 }
 
-// waitTarget polls the LB until cond holds or limit passes, saying at least
-// every 2s what the LB reports; the error then says what the LB last
-// reported.
-func (d *Deployer) waitTarget(ctx context.Context, host string, p Phase, limit time.Duration, cond func(TargetView) bool) (TargetView, error) {
+// waitTarget waits until cond holds for the host's target or limit passes
+// (the error then says what the LB last reported, or its last error), saying
+// at least every 2s what the LB reports. The deploy's Poller asks for every
+// host being waited on in one call per poll; throttling and network errors
+// are retried at the next poll.
+func (d *Deployer) waitTarget(ctx context.Context, h Host, p Phase, limit time.Duration, cond func(lbport.Target) bool) (lbport.Target, error) {
 	begin := d.clock.Now()
-	deadline := begin.Add(limit)
-	pr := d.progress(host, p)
-	var last TargetView
-	var lastErr error
+	pr := d.progress(h.Name, p)
+	var mu sync.Mutex
+	var last lbport.Target
+	seen := false
+	watch := func(t lbport.Target) bool {
+		d.sawTarget(h.Name, p, t)
+		mu.Lock()
+		last, seen = t, true
+		mu.Unlock()
+		return cond(t)
+	}
+	type result struct {
+		t   lbport.Target
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		t, err := d.poller.Wait(ctx, ref(h), limit, watch)
+		done <- result{t, err}
+	}()
 	for {
-		t, err := d.o.LB.Target(ctx, host)
-		if err == nil {
-			d.sawTarget(host, p, t)
-			last, lastErr = t, nil
-			if cond(t) {
-				return t, nil
-			}
-		} else {
-			lastErr = err
-			if !transient(err) {
-				return last, err
-			}
-		}
-		if !d.clock.Now().Before(deadline) {
-			if lastErr != nil {
-				return last, fmt.Errorf("not within %v; last error: %w", limit, lastErr)
-			}
-			return last, fmt.Errorf("not within %v; it reports %s", limit, describe(last))
-		}
-		pr.maybe(d.clock.Since(begin), func() string {
-			if lastErr != nil {
-				return fmt.Sprintf("waiting for the load balancer (%v)", lastErr)
-			}
-			return "load balancer reports " + describe(last)
-		})
 		select {
-		case <-ctx.Done():
-			return last, context.Cause(ctx)
-		case <-d.clock.After(d.o.Poll):
+		case r := <-done:
+			return r.t, r.err
+		case <-d.clock.After(progressEvery):
+			mu.Lock()
+			t, ok := last, seen
+			mu.Unlock()
+			pr.maybe(d.clock.Since(begin), func() string {
+				if !ok {
+					return "waiting for the load balancer to answer"
+				}
+				return "load balancer reports " + describe(t)
+			})
 		}
 	}
 }
 
-func describe(t TargetView) string {
-	if !t.Registered {
+// describe says what the LB reports of t, e.g. "deregistered, nothing in
+// flight" or "unhealthy Target.FailedHealthChecks (1/2 checks passed), out
+// of rotation, 0 in flight".
+func describe(t lbport.Target) string {
+	if !t.Registered() {
 		return "deregistered, nothing in flight"
 	}
-	s := stateOf(t)
-	if t.Checks != "" {
-		s += " (" + t.Checks + ")"
-	}
-	if t.InRotation {
-		s += ", in rotation"
-	} else {
-		s += ", out of rotation"
-	}
-	return fmt.Sprintf("%s, %d in flight", s, t.InFlight)
-}
-
-// stateOf is the target's state and reason, e.g. "unhealthy
-// Target.FailedHealthChecks".
-func stateOf(t TargetView) string {
-	if t.Reason != "" {
-		return t.State + " " + t.Reason
-	}
-	return t.State
+	return lbport.Describe(t)
 }
 
 func short(hash string) string {

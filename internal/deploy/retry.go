@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/agentapi"
+	"github.com/mythex/mythex/internal/lbport"
 )
 
 // ErrUnavailable marks an LB or agent answer that says "try again" (a 5xx,
@@ -23,15 +24,35 @@ type permanentError struct{ err error }
 func (p permanentError) Error() string { return p.err.Error() }
 func (p permanentError) Unwrap() error { return p.err }
 
+// lbError marks an error of the load balancer's driver, so transient judges
+// it as lbport.IsTransient does (throttling is transient; refused
+// credentials, an unknown target group or an invalid target are not).
+type lbError struct{ err error }
+
+func (e lbError) Error() string { return e.err.Error() }
+func (e lbError) Unwrap() error { return e.err }
+
+// fromLB wraps a driver's error as an lbError; nil stays nil.
+func fromLB(err error) error {
+	if err == nil {
+		return nil
+	}
+	return lbError{err}
+}
+
 // transient reports whether err may go away on its own: the agent or the LB
-// could not be reached, the connection broke, or it answered "unavailable".
-// Refusals (a wrong token, a held or lost lease, a bad request) and the end
-// of ctx are not transient.
+// could not be reached, the connection broke, or it answered "unavailable";
+// for the LB's driver, whatever lbport.IsTransient says (an ALB's
+// ThrottlingException included). Refusals (a wrong token, a held or lost
+// lease, a bad request) and the end of ctx are not transient.
 func transient(err error) bool {
 	var p permanentError
+	var le lbError
 	switch {
 	case err == nil, errors.As(err, &p), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return false
+	case errors.As(err, &le):
+		return lbport.IsTransient(le.err)
 	case errors.Is(err, agentapi.ErrUnreachable), errors.Is(err, ErrUnavailable),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
 		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/agentapi"
+	"github.com/mythex/mythex/internal/lbport"
 )
 
 // fail records the failure of phase p on a host that was not changed.
@@ -85,14 +86,14 @@ func (d *Deployer) restoreSteps(ctx context.Context, st *hostState, batch []stri
 		return "the host ran nothing before this deploy: its new services were stopped", nil
 	}
 	if st.published {
-		t, err := call(d, ctx, h.Name, PhaseRollback, "load balancer target", func(ctx context.Context) (TargetView, error) {
-			return d.o.LB.Target(ctx, h.Name)
+		t, err := call(d, ctx, h.Name, PhaseRollback, "load balancer target", func(ctx context.Context) (lbport.Target, error) {
+			return d.lb.Target(ctx, h)
 		})
 		if err != nil {
 			return "", err
 		}
 		d.sawTarget(h.Name, PhaseRollback, t)
-		if t.Registered && t.State != "draining" {
+		if t.Registered() && t.State != lbport.StateDraining {
 			// It serves, or may again by itself (an unhealthy target turns
 			// healthy after its checks pass): the same drain as the
 			// deploy's, after the same capacity check.

@@ -10,7 +10,8 @@ import (
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/demo"
 	"github.com/mythex/mythex/internal/deploy"
-	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/lbapi"
+	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/probe"
 	"github.com/mythex/mythex/internal/testbin"
 )
@@ -126,7 +127,7 @@ func agentKilledIn(t *testing.T, bin string, phase deploy.Phase) {
 // version.
 func waitFleetWhole(t *testing.T, f *demo.Fleet, within time.Duration) string {
 	t.Helper()
-	lbc := lb.NewClient("http://"+f.Loaded.LoadBalancer.AdminListen, f.LBToken, nil)
+	lbc := lbapi.NewClient("http://"+f.Loaded.LoadBalancer.AdminListen, f.LBToken, nil)
 	deadline := time.Now().Add(within)
 	var why string
 	for {
@@ -142,7 +143,7 @@ func waitFleetWhole(t *testing.T, f *demo.Fleet, within time.Duration) string {
 	}
 }
 
-func fleetWhole(f *demo.Fleet, lbc *lb.Client) (string, string) {
+func fleetWhole(f *demo.Fleet, lbc *lbapi.Client) (string, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	version := ""
@@ -170,7 +171,7 @@ func fleetWhole(f *demo.Fleet, lbc *lb.Client) (string, string) {
 		if err != nil {
 			return "", fmt.Sprintf("lb %s: %v", h.Name, err)
 		}
-		if !ts.InRotation || ts.State != lb.StateHealthy {
+		if !ts.InRotation || ts.State != lbport.StateHealthy {
 			return "", fmt.Sprintf("lb %s: %s, in rotation %v", h.Name, ts.State, ts.InRotation)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/mythex/mythex/examples/seed"
 	"github.com/mythex/mythex/internal/fleet"
-	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/lbapi"
 	"github.com/mythex/mythex/internal/probe"
 	"github.com/mythex/mythex/internal/testbin"
 )
@@ -110,7 +110,7 @@ func sigtermOne(t *testing.T, bin string, cfg fleet.Config) probe.Report {
 		}, nil, fmt.Sprintf("app-%d", i+1), "app: listening"))
 	}
 	start(t, bin, []string{"lb", "-f", path}, []string{"MYTHEX_LB_TOKEN=" + token}, "lb", "")
-	admin := lb.NewClient("http://"+cfg.LoadBalancer.AdminListen, token, nil)
+	admin := lbapi.NewClient("http://"+cfg.LoadBalancer.AdminListen, token, nil)
 	waitFor(t, 30*time.Second, "both targets healthy", func() bool {
 		ts, err := admin.Targets(context.Background())
 		if err != nil || len(ts) != 2 {

@@ -58,6 +58,10 @@ type Host struct {
 	// With SSH it is the address as the host itself sees it (the agent's
 	// loopback listener, e.g. 127.0.0.1:9200).
 	Agent string `yaml:"agent"`
+	// TargetID is the host's target id in an ALB target group (kind alb): the
+	// EC2 instance id (i-…) for target_type instance, the IP address for ip.
+	// The port is Target's. Default: the host part of Target.
+	TargetID string `yaml:"target_id"`
 	// Server is this host's server name in the HAProxy backend (kind
 	// haproxy; the name on its `server` line in haproxy.cfg). Default: Name.
 	Server string `yaml:"server"`
@@ -137,6 +141,18 @@ type LoadBalancer struct {
 	// target group's load_balancing.algorithm.type: round_robin or
 	// least_outstanding_requests. Default round_robin (ALB's default).
 	Algorithm string `yaml:"algorithm"`
+	// TargetGroupARN is the ALB target group's ARN (kind alb). Required for
+	// kind alb; for the embedded LB it names the target group its ELBv2
+	// endpoint answers for. Default for embedded:
+	// arn:aws:elasticloadbalancing:REGION:123456789012:targetgroup/mythex/6d79746865786c62.
+	TargetGroupARN string `yaml:"target_group_arn"`
+	// Region is the AWS region of the target group (kind alb). Default: the
+	// ARN's region.
+	Region string `yaml:"region"`
+	// Endpoint is the ELBv2 API endpoint URL (kind alb), e.g. the embedded
+	// LB's admin address for a rehearsal. Default: the SDK's (the region's
+	// public endpoint, or $AWS_ENDPOINT_URL_ELASTIC_LOAD_BALANCING_V2).
+	Endpoint string `yaml:"endpoint"`
 	// PropagationMargin is added to the time the LB needs to stop routing to a
 	// target: the control-plane delay of a real ALB (typically 10–15s), or the
 	// discovery lag of kind other (a poll interval, an endpoint update). Default

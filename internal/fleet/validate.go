@@ -39,6 +39,12 @@ func (c *Config) validate(p *problems) {
 	if lb.PropagationMax != 0 && lb.PropagationMax < lb.PropagationMargin {
 		p.add("load_balancer.propagation_max", "must be at least propagation_margin (%v), got %v; leave it out to use propagation_margin", lb.PropagationMargin, lb.PropagationMax)
 	}
+	if lb.TargetGroupARN != "" && (!strings.HasPrefix(lb.TargetGroupARN, "arn:") || !strings.Contains(lb.TargetGroupARN, ":targetgroup/")) {
+		p.add("load_balancer.target_group_arn", "must be a target group ARN like arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/web/0123456789abcdef, got %q", lb.TargetGroupARN)
+	}
+	if lb.Endpoint != "" && !strings.HasPrefix(lb.Endpoint, "http://") && !strings.HasPrefix(lb.Endpoint, "https://") {
+		p.add("load_balancer.endpoint", "must be a URL starting with https:// or http://, got %q", lb.Endpoint)
+	}
 	c.validateHAProxy(p)
 	hostPort(p, "load_balancer.listen", lb.Listen)
 	hostPort(p, "load_balancer.admin_listen", lb.AdminListen)

@@ -7,6 +7,7 @@ import (
 	"github.com/mythex/mythex/internal/agentconn"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/lbport"
+	"github.com/mythex/mythex/internal/lbport/fleetlb"
 )
 
 // Gather connects to every agent of cfg through pool (SSH handshakes in
@@ -18,7 +19,7 @@ func Gather(ctx context.Context, cfg *fleet.Loaded, agentToken string, lb lbport
 	defer cancel()
 	done := make(chan struct{}, len(cfg.Hosts))
 	for i, h := range cfg.Hosts {
-		hosts[i] = Host{Name: h.Name, Target: lbport.TargetRef{ID: h.Name, Address: h.Target}}
+		hosts[i] = Host{Name: h.Name, Target: fleetlb.Ref(cfg.LoadBalancer, h)}
 		go func() {
 			defer func() { done <- struct{}{} }()
 			c, err := pool.Connect(dialCtx, cfg, h, agentToken)

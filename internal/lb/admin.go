@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/mythex/mythex/internal/auth"
+	"github.com/mythex/mythex/internal/lbapi"
 )
 
 // ErrAdminNotLoopback is returned by CheckAdminAddress for an admin address
@@ -24,25 +25,8 @@ func CheckAdminAddress(addr string, allowRemote bool) error {
 	return fmt.Errorf("%w: %q; bind it to 127.0.0.1 (load_balancer.admin_listen) or pass --admin-allow-remote", ErrAdminNotLoopback, addr)
 }
 
-// RegisterRequest is the body of POST /v1/targets.
-type RegisterRequest struct {
-	// ID is the target's id (the fleet host's name).
-	ID string `json:"id"`
-	// Address is the target's host:port.
-	Address string `json:"address"`
-}
-
-// TargetList is the body of GET /v1/targets.
-type TargetList struct {
-	Targets []TargetStatus `json:"targets"`
-}
-
-// apiError is the body of every error answer.
-type apiError struct {
-	Error string `json:"error"`
-}
-
-// NewAdmin returns the admin API (docs/lb.md), every route behind the bearer
+// NewAdmin returns the admin API (docs/lb.md; wire types and client in
+// internal/lbapi), every route behind the bearer
 // token (401 otherwise, and nothing changes):
 //
 //	GET    /v1/targets       → 200 {"targets":[TargetStatus...]}
@@ -58,18 +42,23 @@ func NewAdmin(g *TargetGroup, m *Metrics, token string) (http.Handler, error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/targets", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, TargetList{Targets: g.Targets()})
+		all := g.Targets()
+		l := lbapi.TargetList{Targets: make([]lbapi.TargetStatus, len(all))}
+		for i, st := range all {
+			l.Targets[i] = st.Wire()
+		}
+		writeJSON(w, http.StatusOK, l)
 	})
 	mux.HandleFunc("GET /v1/targets/{id}", func(w http.ResponseWriter, r *http.Request) {
 		st, err := g.Target(r.PathValue("id"))
 		answer(w, st, err)
 	})
 	mux.HandleFunc("POST /v1/targets", func(w http.ResponseWriter, r *http.Request) {
-		var req RegisterRequest
+		var req lbapi.RegisterRequest
 		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&req); err != nil {
-			writeJSON(w, http.StatusBadRequest, apiError{Error: fmt.Sprintf(`body must be {"id":"web-1","address":"127.0.0.1:9101"}: %v`, err)})
+			writeJSON(w, http.StatusBadRequest, lbapi.ErrorBody{Error: fmt.Sprintf(`body must be {"id":"web-1","address":"127.0.0.1:9101"}: %v`, err)})
 			return
 		}
 		st, err := g.Register(req.ID, req.Address)
@@ -87,15 +76,15 @@ func NewAdmin(g *TargetGroup, m *Metrics, token string) (http.Handler, error) {
 func answer(w http.ResponseWriter, st TargetStatus, err error) {
 	switch {
 	case err == nil:
-		writeJSON(w, http.StatusOK, st)
+		writeJSON(w, http.StatusOK, st.Wire())
 	case errors.Is(err, ErrTargetNotFound):
-		writeJSON(w, http.StatusNotFound, apiError{Error: err.Error()})
+		writeJSON(w, http.StatusNotFound, lbapi.ErrorBody{Error: err.Error()})
 	case errors.Is(err, ErrInvalidTarget):
-		writeJSON(w, http.StatusBadRequest, apiError{Error: err.Error()})
+		writeJSON(w, http.StatusBadRequest, lbapi.ErrorBody{Error: err.Error()})
 	case errors.Is(err, ErrTargetConflict):
-		writeJSON(w, http.StatusConflict, apiError{Error: err.Error()})
+		writeJSON(w, http.StatusConflict, lbapi.ErrorBody{Error: err.Error()})
 	default:
-		writeJSON(w, http.StatusServiceUnavailable, apiError{Error: err.Error()})
+		writeJSON(w, http.StatusServiceUnavailable, lbapi.ErrorBody{Error: err.Error()})
 	}
 }
 

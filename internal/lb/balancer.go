@@ -73,13 +73,15 @@ type rotation struct {
 
 // balancer picks a target from the current rotation.
 type balancer struct {
-	algo Algorithm
+	// algo holds an Algorithm; ModifyTargetGroupAttributes may change it live.
+	algo atomic.Uint32
 	cur  atomic.Pointer[rotation]
 	next atomic.Uint64
 }
 
 func newBalancer(algo Algorithm) *balancer {
-	b := &balancer{algo: algo}
+	b := &balancer{}
+	b.algo.Store(uint32(algo))
 	b.cur.Store(&rotation{})
 	return b
 }
@@ -96,7 +98,7 @@ func (b *balancer) pick() *Target {
 		return ts[0]
 	}
 	start := b.next.Add(1) - 1
-	if b.algo == RoundRobin {
+	if Algorithm(b.algo.Load()) == RoundRobin {
 		return ts[start%n]
 	}
 	best := ts[start%n]

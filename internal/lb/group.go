@@ -80,7 +80,8 @@ type TargetGroup struct {
 
 	mu       sync.Mutex
 	targets  map[string]*Target
-	order    []*Target // registration order
+	order    []*Target         // registration order
+	names    map[string]string // address → the id it was last registered under
 	failOpen bool
 	closed   bool
 }
@@ -99,7 +100,7 @@ func NewTargetGroup(s Settings, deps GroupDeps) *TargetGroup {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &TargetGroup{s: s, deps: deps, bal: newBalancer(s.Algorithm), ctx: ctx, cancel: cancel,
-		targets: map[string]*Target{}}
+		targets: map[string]*Target{}, names: map[string]string{}}
 }
 
 // Register adds the target id at address in state initial and starts its
@@ -121,6 +122,7 @@ func (g *TargetGroup) Register(id, address string) (TargetStatus, error) {
 		g.mu.Unlock()
 		return TargetStatus{}, fmt.Errorf("%w: %s is registered at %s, not %s; deregister it first", ErrTargetConflict, id, t.address, address)
 	}
+	g.names[address] = id
 	var p pending
 	switch {
 	case !ok:
@@ -215,6 +217,57 @@ func (g *TargetGroup) FailingOpen() bool {
 	return g.bal.cur.Load().failOpen
 }
 
+// Settings returns the target group's current settings.
+func (g *TargetGroup) Settings() Settings {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.s
+}
+
+// Modify changes the target group's health check (path, interval, timeout,
+// thresholds), deregistration delay and algorithm while it serves, as ALB
+// ModifyTargetGroup and ModifyTargetGroupAttributes do; the other fields of s
+// are ignored (the listener's idle and connect timeouts and the body limit are
+// fixed at start). Registered targets keep their state and consecutive counts;
+// their next check runs at once with the new settings. A target already
+// draining keeps the delay it started with. Errors: Settings.Validate's.
+func (g *TargetGroup) Modify(s Settings) error {
+	g.mu.Lock()
+	next := g.s
+	next.HealthCheckPath, next.HealthCheckInterval, next.HealthCheckTimeout = s.HealthCheckPath, s.HealthCheckInterval, s.HealthCheckTimeout
+	next.Thresholds, next.DeregistrationDelay, next.Algorithm = s.Thresholds, s.DeregistrationDelay, s.Algorithm
+	if err := next.Validate(); err != nil {
+		g.mu.Unlock()
+		return err
+	}
+	if g.closed {
+		g.mu.Unlock()
+		return ErrClosed
+	}
+	checksChanged := next.HealthCheckPath != g.s.HealthCheckPath || next.HealthCheckInterval != g.s.HealthCheckInterval ||
+		next.HealthCheckTimeout != g.s.HealthCheckTimeout
+	g.s = next
+	g.bal.algo.Store(uint32(next.Algorithm))
+	if checksChanged {
+		for _, t := range g.order {
+			if t.admitted.Load() {
+				t.stopChecks()
+				g.startChecksLocked(t)
+			}
+		}
+	}
+	g.mu.Unlock()
+	return nil
+}
+
+// IDOf returns the id address was last registered under, or "" when it
+// never was: the ELBv2 API names targets by address, the admin API by id.
+func (g *TargetGroup) IDOf(address string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.names[address]
+}
+
 // Close stops every health check and drain and closes backend connections.
 // Requests still running fail. Close is idempotent.
 func (g *TargetGroup) Close() {
@@ -280,6 +333,12 @@ func (g *TargetGroup) admitLocked(t *Target) {
 	t.gen++
 	t.cut.Store(false)
 	t.admitted.Store(true)
+	g.startChecksLocked(t)
+}
+
+// startChecksLocked starts t's health checks under its current generation,
+// with the group's current settings. Caller holds g.mu.
+func (g *TargetGroup) startChecksLocked(t *Target) {
 	ctx, cancel := context.WithCancel(g.ctx)
 	t.stopChecks = cancel
 	gen := t.gen

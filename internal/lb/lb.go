@@ -6,8 +6,9 @@
 // an idle timeout on client and backend connections; no retries and no passive
 // ejection. It exists to reproduce the 502s of a real deploy and to prove they
 // are gone. An admin API (bearer token, loopback by default) registers and
-// deregisters targets and reports their state; Prometheus metrics sit beside
-// it. See docs/lb.md.
+// deregisters targets and reports their state; given an AWS key pair the same
+// listener answers the ELBv2 API (SigV4-signed) for its one target group;
+// Prometheus metrics sit beside it. See docs/lb.md.
 package lb
 
 import (
@@ -38,6 +39,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Prober runs health checks. Default: NewHTTPProber().
 	Prober Prober
+	// ELBv2, when not nil, makes the admin listener also answer the ELBv2
+	// API (AWS Query protocol, POST /), SigV4-signed with its key pair.
+	ELBv2 *ELBv2Options
 }
 
 // Server is a whole load balancer: the target group, the proxy in front of it,
@@ -49,6 +53,9 @@ type Server struct {
 	Metrics *Metrics
 	// Proxy is the data path.
 	Proxy *Proxy
+	// TargetGroupARN is the ARN the ELBv2 endpoint answers for; empty when
+	// it is off.
+	TargetGroupARN string
 
 	admin           http.Handler
 	log             *slog.Logger
@@ -92,6 +99,26 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		s.Group.Close()
 		return nil, err
+	}
+	if o.ELBv2 != nil {
+		if err := o.ELBv2.Validate(); err != nil {
+			s.Group.Close()
+			return nil, err
+		}
+		clock := o.Clock
+		if clock == nil {
+			clock = clockwork.NewRealClock()
+		}
+		api := newELBv2(s.Group, *o.ELBv2, clock, o.Logger, m.elbv2Call)
+		s.TargetGroupARN = api.o.TargetGroupARN
+		bearer := admin
+		admin = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if isELBv2Request(r) {
+				api.ServeHTTP(w, r)
+				return
+			}
+			bearer.ServeHTTP(w, r)
+		})
 	}
 	s.admin = admin
 	return s, nil

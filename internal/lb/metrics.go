@@ -23,6 +23,7 @@ type Metrics struct {
 	lbErrors    *prometheus.CounterVec
 	checks      *prometheus.CounterVec
 	transitions *prometheus.CounterVec
+	elbv2Calls  *prometheus.CounterVec
 	respTime    prometheus.Histogram
 
 	byClass  [6]prometheus.Counter // target responses by status/100 (0 for odd codes)
@@ -72,6 +73,10 @@ func NewMetrics(g *TargetGroup) *Metrics {
 			Name: "mythex_lb_target_transitions_total",
 			Help: "Target state changes, by target and the state entered.",
 		}, []string{"target", "state"}),
+		elbv2Calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mythex_lb_elbv2_calls_total",
+			Help: "Calls to the ELBv2 API endpoint, by action and AWS error code (empty when answered).",
+		}, []string{"action", "code"}),
 		respTime: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "mythex_lb_target_response_seconds",
 			Help:    "Time from sending a request to a target to having its whole response (ALB TargetResponseTime).",
@@ -89,7 +94,7 @@ func NewMetrics(g *TargetGroup) *Metrics {
 		m.lbByWhy[key] = m.lbErrors.WithLabelValues(itoa3(r.status), r.reason)
 		m.lbByCode[key] = m.requests.WithLabelValues("lb", classes[r.status/100])
 	}
-	m.reg.MustRegister(m.requests, m.lbErrors, m.checks, m.transitions, m.respTime,
+	m.reg.MustRegister(m.requests, m.lbErrors, m.checks, m.transitions, m.elbv2Calls, m.respTime,
 		&targetCollector{g: g},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -102,6 +107,11 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 // Handler serves the metrics in the Prometheus exposition format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// elbv2Call counts one call to the ELBv2 endpoint.
+func (m *Metrics) elbv2Call(action, code string) {
+	m.elbv2Calls.WithLabelValues(action, code).Inc()
 }
 
 // targetResponse counts a response a target gave, and how long it took.

@@ -3,6 +3,8 @@ package lb
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/mythex/mythex/internal/lbport"
 )
 
 // State is a target's state in the target group, named as an AWS ALB's
@@ -37,6 +39,22 @@ func (s State) String() string {
 		return stateNames[s]
 	}
 	return "State(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Port is s in lbport's terms, the one vocabulary of every load balancer
+// driver.
+func (s State) Port() lbport.State {
+	switch s {
+	case StateInitial:
+		return lbport.StateInitial
+	case StateHealthy:
+		return lbport.StateHealthy
+	case StateUnhealthy:
+		return lbport.StateUnhealthy
+	case StateDraining:
+		return lbport.StateDraining
+	}
+	return lbport.StateUnused
 }
 
 // MarshalText encodes s as its ALB name.

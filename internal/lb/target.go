@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/mythex/mythex/internal/lbapi"
+	"github.com/mythex/mythex/internal/lbport"
 )
 
 // lastChecksKept is how many recent health check results a target keeps for
@@ -87,7 +90,8 @@ func (t *Target) status() TargetStatus {
 	return s
 }
 
-// TargetStatus is what the admin API reports about one target (docs/lb.md).
+// TargetStatus is a snapshot of one target; the admin API sends its Wire
+// form.
 type TargetStatus struct {
 	// ID is the target's id (fleet host name).
 	ID string `json:"id"`
@@ -107,6 +111,18 @@ type TargetStatus struct {
 	InFlight int64 `json:"in_flight"`
 	// LastChecks are the most recent health checks, newest first (at most 5).
 	LastChecks []CheckStatus `json:"last_checks"`
+}
+
+// Wire is st as the admin API sends it (lbapi.TargetStatus, with lbport's
+// states).
+func (st TargetStatus) Wire() lbapi.TargetStatus {
+	w := lbapi.TargetStatus{ID: st.ID, Address: st.Address, State: st.State.Port(), Reason: lbport.Reason(st.Reason),
+		Description: st.Description, InRotation: st.InRotation, InFlight: st.InFlight,
+		LastChecks: make([]lbapi.CheckStatus, len(st.LastChecks))}
+	for i, c := range st.LastChecks {
+		w.LastChecks[i] = lbapi.CheckStatus(c)
+	}
+	return w
 }
 
 // CheckStatus is one health check as the admin API reports it.

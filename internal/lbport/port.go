@@ -47,6 +47,10 @@ type Target struct {
 	// to the target and not yet answered; -1 when the load balancer does not
 	// report it (ALB).
 	InFlight int
+	// Checks says how far a target initial or unhealthy is on its way to
+	// healthy, e.g. "1/2 checks passed"; empty when the load balancer does
+	// not say (ALB, HAProxy).
+	Checks string
 }
 
 // Registered reports whether the target is registered: not unused.

@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/lbapi"
+	"github.com/mythex/mythex/internal/lbport"
+	"github.com/mythex/mythex/internal/lbport/embedded"
 	"github.com/mythex/mythex/internal/platform"
 	"github.com/mythex/mythex/internal/platform/local"
 	"github.com/mythex/mythex/internal/probe"
@@ -131,7 +134,7 @@ func TestWriteUpReproduction_InPlace(t *testing.T) {
 
 // lbServer runs the embedded load balancer with scaled-down ALB settings and
 // returns its traffic URL and a Router over its admin API.
-func lbServer(t *testing.T) (string, publish.Router, *lb.Client) {
+func lbServer(t *testing.T) (string, lbport.Driver, *lbapi.Client) {
 	t.Helper()
 	settings := lb.Settings{HealthCheckPath: "/healthz", HealthCheckInterval: 250 * time.Millisecond, HealthCheckTimeout: 200 * time.Millisecond,
 		Thresholds: lb.Thresholds{Healthy: 2, Unhealthy: 2}, DeregistrationDelay: 3 * time.Second, IdleTimeout: 60 * time.Second,
@@ -152,8 +155,8 @@ func lbServer(t *testing.T) (string, publish.Router, *lb.Client) {
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln, adminLn) }()
 	t.Cleanup(func() { cancel(); <-done })
-	client := lb.NewClient("http://"+adminLn.Addr().String(), "lb-token", nil)
-	return "http://" + ln.Addr().String(), publish.LBRouter{Client: client}, client
+	client := lbapi.NewClient("http://"+adminLn.Addr().String(), "lb-token", nil)
+	return "http://" + ln.Addr().String(), embedded.New(client), client
 }
 
 // TestWriteUpReproduction_BlueGreen is the write-up's reproduction end to end
@@ -241,12 +244,12 @@ func TestWriteUpReproduction_BlueGreen(t *testing.T) {
 		v2.Elapsed, v3.Elapsed, rep.Requests, rep.Elapsed.Round(time.Millisecond), rep.ReachedNothing, rep.Versions)
 }
 
-func waitInRotation(t *testing.T, c *lb.Client, id string) {
+func waitInRotation(t *testing.T, c *lbapi.Client, id string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		st, err := c.Target(context.Background(), id)
-		if err == nil && st.InRotation && st.State == lb.StateHealthy {
+		if err == nil && st.InRotation && st.State == lbport.StateHealthy {
 			return
 		}
 		if time.Now().After(deadline) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/platform"
 )
 
@@ -479,7 +480,16 @@ func newFakeRouter(p *fakePlatform) *fakeRouter {
 	return &fakeRouter{p: p, targets: map[string]string{}, registered: map[string]time.Time{}, healthyAfter: 2 * time.Second}
 }
 
-func (r *fakeRouter) Register(_ context.Context, id, addr string) error {
+func (r *fakeRouter) Kind() string { return "fake" }
+
+func (r *fakeRouter) Settings(context.Context) (lbport.Settings, error) {
+	return lbport.Settings{}, lbport.ErrUnsupported
+}
+
+func (r *fakeRouter) Apply(context.Context, lbport.Settings) error { return lbport.ErrUnsupported }
+
+func (r *fakeRouter) Register(_ context.Context, t lbport.TargetRef) error {
+	id, addr := t.ID, t.Address
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.targets[id]; !ok {
@@ -498,7 +508,8 @@ func (r *fakeRouter) inRotation(id, addr string) bool {
 	return r.p.clock.Since(since) >= r.healthyAfter && r.p.healthyAddr(addr)
 }
 
-func (r *fakeRouter) Deregister(_ context.Context, id string) error {
+func (r *fakeRouter) Deregister(_ context.Context, t lbport.TargetRef) error {
+	id := t.ID
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.targets[id]; ok {
@@ -509,14 +520,22 @@ func (r *fakeRouter) Deregister(_ context.Context, id string) error {
 	return nil
 }
 
-func (r *fakeRouter) Target(_ context.Context, id string) (TargetState, error) {
-	r.mu.Lock()
-	addr, ok := r.targets[id]
-	r.mu.Unlock()
-	if !ok {
-		return TargetState{}, nil
+func (r *fakeRouter) Describe(_ context.Context, ts ...lbport.TargetRef) ([]lbport.Target, error) {
+	out := make([]lbport.Target, 0, len(ts))
+	for _, t := range ts {
+		r.mu.Lock()
+		addr, ok := r.targets[t.ID]
+		r.mu.Unlock()
+		switch {
+		case !ok:
+			out = append(out, lbport.Target{ID: t.ID, State: lbport.StateUnused, Reason: lbport.ReasonNotRegistered})
+		case r.inRotation(t.ID, addr):
+			out = append(out, lbport.Target{ID: t.ID, Address: addr, State: lbport.StateHealthy, InRotation: true})
+		default:
+			out = append(out, lbport.Target{ID: t.ID, Address: addr, State: lbport.StateInitial})
+		}
 	}
-	return TargetState{Registered: true, InRotation: r.inRotation(id, addr)}, nil
+	return out, nil
 }
 
 // Serving reports whether a request sent now would reach a healthy machine,
@@ -542,4 +561,4 @@ func (r *fakeRouter) Calls() []string {
 	return append([]string(nil), r.calls...)
 }
 
-var _ Router = (*fakeRouter)(nil)
+var _ lbport.Driver = (*fakeRouter)(nil)

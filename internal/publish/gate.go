@@ -13,6 +13,7 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/platform"
 )
 
@@ -157,7 +158,7 @@ type Gate struct {
 	p        platform.Platform
 	store    *Store
 	checker  Checker
-	router   Router
+	router   lbport.Driver
 	clock    clockwork.Clock
 	log      *slog.Logger
 	opts     Options
@@ -176,8 +177,10 @@ type GateConfig struct {
 	Store *Store
 	// Checker makes health checks; nil uses HTTPChecker{}.
 	Checker Checker
-	// Router, when set, makes publishes blue-green; nil publishes in place.
-	Router Router
+	// Router, when set, makes publishes blue-green through this load
+	// balancer (machine id and address as the target); nil publishes in
+	// place.
+	Router lbport.Driver
 	// Clock is the time source; nil uses the real clock.
 	Clock clockwork.Clock
 	// Logger logs; nil discards.

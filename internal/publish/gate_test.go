@@ -12,6 +12,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/platform"
 )
 
@@ -68,7 +69,7 @@ func newEnv(t *testing.T, withRouter bool, opts Options) *env {
 	e.p = newFakePlatform(e.clock)
 	e.p.behaviors = behaviors
 	e.store = openTestStore(t)
-	var router Router
+	var router lbport.Driver
 	if withRouter {
 		e.router = newFakeRouter(e.p)
 		router = e.router

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/platform"
 )
 
@@ -569,7 +570,7 @@ func (g *Gate) getAll(ctx context.Context, app string, ids []string) ([]platform
 func (g *Gate) discard(ctx context.Context, app string, ids []string) {
 	for _, id := range ids {
 		if g.router != nil {
-			_ = g.router.Deregister(ctx, id)
+			_ = g.router.Deregister(ctx, lbport.TargetRef{ID: id})
 		}
 		cctx, cancel := g.callCtx(ctx)
 		if err := g.p.Destroy(cctx, app, id); err != nil && !errors.Is(err, platform.ErrNotFound) {

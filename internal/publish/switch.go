@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/platform"
 )
 
@@ -46,28 +47,33 @@ func (g *Gate) register(ctx context.Context, ms []platform.Machine) error {
 		return nil
 	}
 	for _, m := range ms {
-		st, err := g.router.Target(ctx, m.ID)
+		st, err := lbport.Describe1(ctx, g.router, targetOf(m))
 		if err != nil {
 			return fmt.Errorf("%w: target %s: %v", ErrRouter, m.ID, err)
 		}
-		if st.Registered && !st.Draining {
+		if st.Registered() && st.State != lbport.StateDraining {
 			continue
 		}
-		if err := g.router.Register(ctx, m.ID, m.Address); err != nil {
+		if err := g.router.Register(ctx, targetOf(m)); err != nil {
 			return fmt.Errorf("%w: register %s: %v", ErrRouter, m.ID, err)
 		}
 	}
-	return g.waitRouter(ctx, ms, func(st TargetState) bool { return st.InRotation }, "in rotation")
+	return g.waitRouter(ctx, ms, func(st lbport.Target) bool { return st.InRotation }, "in rotation")
+}
+
+// targetOf is machine m's target in the load balancer.
+func targetOf(m platform.Machine) lbport.TargetRef {
+	return lbport.TargetRef{ID: m.ID, Address: m.Address}
 }
 
 // waitRouter polls the router until cond holds for every machine, for at
 // most the switch timeout.
-func (g *Gate) waitRouter(ctx context.Context, ms []platform.Machine, cond func(TargetState) bool, what string) error {
+func (g *Gate) waitRouter(ctx context.Context, ms []platform.Machine, cond func(lbport.Target) bool, what string) error {
 	deadline := g.clock.Now().Add(g.opts.SwitchTimeout)
 	for {
 		var waiting []string
 		for _, m := range ms {
-			st, err := g.router.Target(ctx, m.ID)
+			st, err := lbport.Describe1(ctx, g.router, targetOf(m))
 			if err != nil || !cond(st) {
 				waiting = append(waiting, m.ID)
 			}
@@ -94,12 +100,11 @@ func (g *Gate) switchTo(ctx context.Context, app, rel string, t0 time.Time, news
 	}
 	g.step(app, rel, t0, "router: %d new machine(s) in rotation", len(news))
 	for _, m := range old {
-		if err := g.router.Deregister(ctx, m.ID); err != nil {
+		if err := g.router.Deregister(ctx, targetOf(m)); err != nil {
 			return fmt.Errorf("%w: deregister %s: %v", ErrRouter, m.ID, err)
 		}
 	}
-	drained := func(st TargetState) bool { return !st.Registered || (!st.InRotation && st.InFlight == 0) }
-	if err := g.waitRouter(ctx, old, drained, "drained"); err != nil {
+	if err := g.waitRouter(ctx, old, lbport.OutOfRotation, "drained"); err != nil {
 		// They no longer receive new requests; stopping now may cut what is
 		// still in flight, so keep them running and say so.
 		g.log.Warn("old machines not drained in time; left running", "app", app, "err", err)

@@ -9,19 +9,23 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/lbapi"
 	"github.com/mythex/mythex/internal/lbport"
 )
 
 // Driver drives the embedded load balancer through its admin API client.
 type Driver struct {
-	c *lb.Client
+	c *lbapi.Client
+	// HealthyThreshold is the target group's healthy threshold, for saying
+	// in Target.Checks how many passed checks a target initial or unhealthy
+	// has of those it needs; 0 leaves it unsaid.
+	HealthyThreshold int
 }
 
 var _ lbport.Driver = (*Driver)(nil)
 
 // New returns a driver over the admin API client c.
-func New(c *lb.Client) *Driver { return &Driver{c: c} }
+func New(c *lbapi.Client) *Driver { return &Driver{c: c} }
 
 // Kind is "embedded".
 func (d *Driver) Kind() string { return "embedded" }
@@ -35,7 +39,7 @@ func (d *Driver) Register(ctx context.Context, t lbport.TargetRef) error {
 // Deregister starts draining the target; an unknown target is not an error.
 func (d *Driver) Deregister(ctx context.Context, t lbport.TargetRef) error {
 	_, err := d.c.Deregister(ctx, t.ID)
-	if errors.Is(err, lb.ErrTargetNotFound) {
+	if errors.Is(err, lbapi.ErrTargetNotFound) {
 		return nil
 	}
 	return mapErr(err)
@@ -48,19 +52,19 @@ func (d *Driver) Describe(ctx context.Context, ts ...lbport.TargetRef) ([]lbport
 	if len(ts) == 1 {
 		// One target: the single-target endpoint is cheaper than listing.
 		st, err := d.c.Target(ctx, ts[0].ID)
-		if errors.Is(err, lb.ErrTargetNotFound) {
+		if errors.Is(err, lbapi.ErrTargetNotFound) {
 			return append(out, notRegistered(ts[0])), nil
 		}
 		if err != nil {
 			return nil, mapErr(err)
 		}
-		return append(out, convert(st)), nil
+		return append(out, d.convert(st)), nil
 	}
 	all, err := d.c.Targets(ctx)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	byID := make(map[string]lb.TargetStatus, len(all))
+	byID := make(map[string]lbapi.TargetStatus, len(all))
 	for _, st := range all {
 		byID[st.ID] = st
 	}
@@ -70,7 +74,7 @@ func (d *Driver) Describe(ctx context.Context, ts ...lbport.TargetRef) ([]lbport
 			out = append(out, notRegistered(t))
 			continue
 		}
-		out = append(out, convert(st))
+		out = append(out, d.convert(st))
 	}
 	return out, nil
 }
@@ -89,35 +93,31 @@ func notRegistered(t lbport.TargetRef) lbport.Target {
 	return lbport.Target{ID: t.ID, Address: t.Address, State: lbport.StateUnused, Reason: lbport.ReasonNotRegistered}
 }
 
-func convert(st lb.TargetStatus) lbport.Target {
-	return lbport.Target{
-		ID: st.ID, Address: st.Address, State: state(st.State), Reason: lbport.Reason(st.Reason),
+func (d *Driver) convert(st lbapi.TargetStatus) lbport.Target {
+	t := lbport.Target{
+		ID: st.ID, Address: st.Address, State: st.State, Reason: st.Reason,
 		Description: st.Description, InRotation: st.InRotation, InFlight: int(st.InFlight),
 	}
-}
-
-func state(s lb.State) lbport.State {
-	switch s {
-	case lb.StateInitial:
-		return lbport.StateInitial
-	case lb.StateHealthy:
-		return lbport.StateHealthy
-	case lb.StateUnhealthy:
-		return lbport.StateUnhealthy
-	case lb.StateDraining:
-		return lbport.StateDraining
-	default:
-		return lbport.StateUnused
+	if d.HealthyThreshold > 0 && (st.State == lbport.StateInitial || st.State == lbport.StateUnhealthy) {
+		passed := 0
+		for _, c := range st.LastChecks { // newest first
+			if !c.OK {
+				break
+			}
+			passed++
+		}
+		t.Checks = fmt.Sprintf("%d/%d checks passed", min(passed, d.HealthyThreshold), d.HealthyThreshold)
 	}
+	return t
 }
 
 func mapErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, lb.ErrUnauthorized):
+	case errors.Is(err, lbapi.ErrUnauthorized):
 		return fmt.Errorf("%w: %w", lbport.ErrUnauthorized, err)
-	case errors.Is(err, lb.ErrInvalidTarget):
+	case errors.Is(err, lbapi.ErrInvalidTarget):
 		return fmt.Errorf("%w: %w", lbport.ErrInvalidTarget, err)
 	}
 	return err

@@ -8,12 +8,12 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/lbapi"
 	"github.com/mythex/mythex/internal/lbport"
 )
 
 // fakeAdmin answers the embedded LB's admin API from a fixed target list.
-func fakeAdmin(t *testing.T, targets []lb.TargetStatus) string {
+func fakeAdmin(t *testing.T, targets []lbapi.TargetStatus) string {
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/targets", func(w http.ResponseWriter, r *http.Request) {
@@ -21,7 +21,7 @@ func fakeAdmin(t *testing.T, targets []lb.TargetStatus) string {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
-		_ = json.NewEncoder(w).Encode(lb.TargetList{Targets: targets})
+		_ = json.NewEncoder(w).Encode(lbapi.TargetList{Targets: targets})
 	})
 	mux.HandleFunc("GET /v1/targets/{id}", func(w http.ResponseWriter, r *http.Request) {
 		for _, st := range targets {
@@ -41,9 +41,9 @@ func fakeAdmin(t *testing.T, targets []lb.TargetStatus) string {
 }
 
 func TestDriver_Describe(t *testing.T) {
-	d := New(lb.NewClient(fakeAdmin(t, []lb.TargetStatus{
-		{ID: "web-1", Address: "127.0.0.1:1", State: lb.StateHealthy, InRotation: true, InFlight: 3},
-		{ID: "web-2", Address: "127.0.0.1:2", State: lb.StateDraining, Reason: lb.ReasonDeregistrationInProgress},
+	d := New(lbapi.NewClient(fakeAdmin(t, []lbapi.TargetStatus{
+		{ID: "web-1", Address: "127.0.0.1:1", State: lbport.StateHealthy, InRotation: true, InFlight: 3},
+		{ID: "web-2", Address: "127.0.0.1:2", State: lbport.StateDraining, Reason: lbport.ReasonDeregistrationInProgress},
 	}), "tok", nil))
 	ctx := context.Background()
 	got, err := d.Describe(ctx, lbport.TargetRef{ID: "web-2"}, lbport.TargetRef{ID: "web-9"}, lbport.TargetRef{ID: "web-1"})
@@ -73,7 +73,7 @@ func TestDriver_Describe(t *testing.T) {
 }
 
 func TestDriver_Unauthorized(t *testing.T) {
-	d := New(lb.NewClient(fakeAdmin(t, nil), "wrong", nil))
+	d := New(lbapi.NewClient(fakeAdmin(t, nil), "wrong", nil))
 	_, err := d.Describe(context.Background(), lbport.TargetRef{ID: "a"}, lbport.TargetRef{ID: "b"})
 	if !errors.Is(err, lbport.ErrUnauthorized) || lbport.IsTransient(err) {
 		t.Fatalf("Describe with a wrong token = %v; want ErrUnauthorized, not transient", err)

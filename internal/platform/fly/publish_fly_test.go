@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/platform"
 	"github.com/mythex/mythex/internal/publish"
 )
@@ -355,19 +356,35 @@ type proxyRouter struct {
 	app string
 }
 
-func (r proxyRouter) Register(ctx context.Context, id, _ string) error {
-	return r.c.Uncordon(ctx, r.app, id)
+func (r proxyRouter) Kind() string { return "fly" }
+func (r proxyRouter) Register(ctx context.Context, t lbport.TargetRef) error {
+	return r.c.Uncordon(ctx, r.app, t.ID)
 }
-func (r proxyRouter) Deregister(ctx context.Context, id string) error {
-	return r.c.Cordon(ctx, r.app, id)
+func (r proxyRouter) Deregister(ctx context.Context, t lbport.TargetRef) error {
+	return r.c.Cordon(ctx, r.app, t.ID)
 }
-func (r proxyRouter) Target(ctx context.Context, id string) (publish.TargetState, error) {
-	cordoned, state, pass, err := r.c.Routing(ctx, r.app, id)
-	if err != nil {
-		return publish.TargetState{}, err
+func (r proxyRouter) Describe(ctx context.Context, ts ...lbport.TargetRef) ([]lbport.Target, error) {
+	out := make([]lbport.Target, 0, len(ts))
+	for _, t := range ts {
+		cordoned, state, pass, err := r.c.Routing(ctx, r.app, t.ID)
+		if err != nil {
+			return nil, err
+		}
+		tg := lbport.Target{ID: t.ID, State: lbport.StateInitial}
+		switch {
+		case cordoned:
+			tg.State = lbport.StateUnused
+		case state == platform.StateStarted && pass:
+			tg.State, tg.InRotation = lbport.StateHealthy, true
+		}
+		out = append(out, tg)
 	}
-	return publish.TargetState{Registered: !cordoned, InRotation: !cordoned && state == platform.StateStarted && pass}, nil
+	return out, nil
 }
+func (r proxyRouter) Settings(context.Context) (lbport.Settings, error) {
+	return lbport.Settings{}, lbport.ErrUnsupported
+}
+func (r proxyRouter) Apply(context.Context, lbport.Settings) error { return lbport.ErrUnsupported }
 
 // TestGate_OnFly_BlueGreenUnroutedUntilJudged: blue-green on Fly creates the
 // new machines with skip_service_registration (Fly Proxy does not route to

@@ -37,49 +37,54 @@ type LB struct {
 const DefaultRetryFor = 5 * time.Second
 
 var (
-	_ deploy.LB            = LB{}
+	_ lbport.Driver        = LB{}
 	_ lbport.SessionCutter = LB{}
 )
 
-// Target reports the host's server as the deploy sees a target:
-//   - a server drained (or in maintenance) with nothing in flight reads as
-//     not registered, as an ALB target whose deregistration completed, so a
-//     server a killed deploy left drained is put back by the next one;
-//   - a server without a health check (state unavailable, which HAProxy
-//     routes to) reads as healthy: nothing better can be known of it; the
-//     deploy's verify step, requests through HAProxy reaching the new
-//     version, is the proof.
-func (l LB) Target(ctx context.Context, id string) (deploy.TargetView, error) {
-	t, err := lbport.Describe1(ctx, l.Driver, l.ref(id))
-	if err != nil {
-		return deploy.TargetView{}, err
+// Kind is the driver's.
+func (l LB) Kind() string { return l.Driver.Kind() }
+
+// Describe reports the targets through the driver in one call, each as the
+// deploy should read it (View).
+func (l LB) Describe(ctx context.Context, refs ...lbport.TargetRef) ([]lbport.Target, error) {
+	own := make([]lbport.TargetRef, len(refs))
+	for i, r := range refs {
+		own[i] = l.ref(r.ID)
 	}
-	return View(t), nil
+	ts, err := l.Driver.Describe(ctx, own...)
+	if err != nil {
+		return nil, err
+	}
+	for i := range ts {
+		ts[i] = View(ts[i])
+	}
+	return ts, nil
 }
 
-// View maps a target to the deploy's view of it (see Target).
-func View(t lbport.Target) deploy.TargetView {
-	v := deploy.TargetView{
-		Registered: t.State != lbport.StateUnused && !(t.State == lbport.StateDraining && t.InFlight == 0),
-		State:      t.State.String(),
-		InRotation: t.InRotation,
-		InFlight:   max(t.InFlight, 0),
-		Reason:     string(t.Reason),
-	}
+// View is how the deploy reads an HAProxy target: a server without a
+// health check (state unavailable) that is in rotation reads as healthy,
+// so the deploy's "back in service" holds for it.
+func View(t lbport.Target) lbport.Target {
 	if t.State == lbport.StateUnavailable && t.InRotation {
-		v.State = lbport.StateHealthy.String()
+		t.State = lbport.StateHealthy
 	}
-	return v
+	return t
 }
+
+// Settings are the driver's.
+func (l LB) Settings(ctx context.Context) (lbport.Settings, error) { return l.Driver.Settings(ctx) }
+
+// Apply is the driver's.
+func (l LB) Apply(ctx context.Context, s lbport.Settings) error { return l.Driver.Apply(ctx, s) }
 
 // Register sets the server ready.
-func (l LB) Register(ctx context.Context, id, _ string) error {
-	return l.retry(ctx, func(ctx context.Context) error { return l.Driver.Register(ctx, l.ref(id)) })
+func (l LB) Register(ctx context.Context, t lbport.TargetRef) error {
+	return l.retry(ctx, func(ctx context.Context) error { return l.Driver.Register(ctx, l.ref(t.ID)) })
 }
 
 // Deregister sets the server to drain.
-func (l LB) Deregister(ctx context.Context, id string) error {
-	return l.retry(ctx, func(ctx context.Context) error { return l.Driver.Deregister(ctx, l.ref(id)) })
+func (l LB) Deregister(ctx context.Context, t lbport.TargetRef) error {
+	return l.retry(ctx, func(ctx context.Context) error { return l.Driver.Deregister(ctx, l.ref(t.ID)) })
 }
 
 // CutSessions shuts down the server's sessions.

@@ -334,7 +334,7 @@ func TestView(t *testing.T) {
 	}{
 		{"healthy", lbport.Target{State: lbport.StateHealthy, InRotation: true}, true, "healthy"},
 		{"draining with sessions", lbport.Target{State: lbport.StateDraining, InFlight: 2}, true, "draining"},
-		{"drained and idle reads as deregistered", lbport.Target{State: lbport.StateDraining}, false, "draining"},
+		{"drained and idle is out of rotation", lbport.Target{State: lbport.StateDraining}, true, "draining"},
 		{"maint", lbport.Target{State: lbport.StateUnused}, false, "unused"},
 		{"no check reads as healthy", lbport.Target{State: lbport.StateUnavailable, InRotation: true}, true, "healthy"},
 		{"initial", lbport.Target{State: lbport.StateInitial}, true, "initial"},
@@ -342,7 +342,7 @@ func TestView(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			v := deploylb.View(tc.in)
-			if v.Registered != tc.reg || v.State != tc.st {
+			if v.Registered() != tc.reg || v.State.String() != tc.st {
 				t.Fatalf("%+v", v)
 			}
 		})
@@ -366,7 +366,7 @@ func TestLB_RetriesOnlyTransientFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	begin := time.Now()
-	err = deploylb.LB{Driver: d, RetryFor: 300 * time.Millisecond}.Deregister(context.Background(), "web-1")
+	err = deploylb.LB{Driver: d, RetryFor: 300 * time.Millisecond}.Deregister(context.Background(), lbport.TargetRef{ID: "web-1"})
 	if !lbport.IsTransient(err) || time.Since(begin) < 100*time.Millisecond {
 		t.Fatalf("a refused socket: %v after %v, want retries within the bound, then the error", err, time.Since(begin))
 	}
@@ -374,7 +374,7 @@ func TestLB_RetriesOnlyTransientFailures(t *testing.T) {
 	cfg.LoadBalancer.RuntimeAPI = "unix:" + filepath.Join(t.TempDir(), "missing.sock")
 	d, _ = deploylb.NewDriver(cfg)
 	begin = time.Now()
-	err = deploylb.LB{Driver: d, RetryFor: 10 * time.Second}.Deregister(context.Background(), "web-1")
+	err = deploylb.LB{Driver: d, RetryFor: 10 * time.Second}.Deregister(context.Background(), lbport.TargetRef{ID: "web-1"})
 	if err == nil || lbport.IsTransient(err) || time.Since(begin) > 5*time.Second {
 		t.Fatalf("a missing socket: %v after %v, want a permanent error at once", err, time.Since(begin))
 	}

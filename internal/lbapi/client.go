@@ -1,4 +1,4 @@
-package lb
+package lbapi
 
 import (
 	"bytes"
@@ -13,9 +13,17 @@ import (
 	"time"
 )
 
-// ErrUnauthorized is returned (wrapped) by Client calls the admin API refused
-// for a missing or wrong token (401).
-var ErrUnauthorized = errors.New("lb admin: unauthorized (missing or wrong bearer token)")
+// Errors of Client calls, matched with errors.Is against an *APIError.
+var (
+	// ErrUnauthorized: the admin API refused the token (401).
+	ErrUnauthorized = errors.New("lb admin: unauthorized (missing or wrong bearer token)")
+	// ErrTargetNotFound: no target has this id (404).
+	ErrTargetNotFound = errors.New("target not found")
+	// ErrInvalidTarget: the id or the address is malformed (400).
+	ErrInvalidTarget = errors.New("invalid target")
+	// ErrTargetConflict: the id is registered with another address (409).
+	ErrTargetConflict = errors.New("target registered with another address")
+)
 
 // APIError is an error answer of the admin API that has no sentinel of its
 // own. 404, 400 and 409 also match ErrTargetNotFound, ErrInvalidTarget and
@@ -30,6 +38,13 @@ type APIError struct {
 // Error formats the answer.
 func (e *APIError) Error() string {
 	return fmt.Sprintf("lb admin: %d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
+}
+
+// Transient reports whether a retry may succeed: a 5xx (the LB restarting,
+// overloaded) or 429; other refusals stay refused (lbport.IsTransient reads
+// it).
+func (e *APIError) Transient() bool {
+	return e.Status >= 500 || e.Status == http.StatusTooManyRequests
 }
 
 // Is matches the sentinel of e's status.
@@ -154,7 +169,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return fmt.Errorf("lb admin %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		var e apiError
+		var e ErrorBody
 		msg := strings.TrimSpace(string(b))
 		if json.Unmarshal(b, &e) == nil && e.Error != "" {
 			msg = e.Error
