@@ -11,12 +11,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
-	// The pure-Go SQLite driver, registered as "sqlite".
-	_ "modernc.org/sqlite"
+	"github.com/mythex/mythex/internal/sqlitedb"
 )
 
 // DBFile is the store's file name inside an agent's state dir.
@@ -90,17 +87,9 @@ CREATE INDEX IF NOT EXISTS records_started ON records(started);`
 
 // Open opens (creating if needed) the store at path.
 func Open(path string) (*Store, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("open history %s: %w", path, err)
-	}
-	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sqlitedb.Open("history", path, schema)
 	if err != nil {
-		return nil, fmt.Errorf("open history %s: %w", path, err)
-	}
-	if _, err := db.Exec(schema); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open history %s: %w", path, err)
+		return nil, err
 	}
 	return &Store{db: db}, nil
 }

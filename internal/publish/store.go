@@ -6,13 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
-	// The pure-Go SQLite driver, registered as "sqlite".
-	_ "modernc.org/sqlite"
+	"github.com/mythex/mythex/internal/sqlitedb"
 )
 
 // ErrReleaseNotFound is returned (wrapped) for an unknown app or release id.
@@ -48,17 +45,9 @@ CREATE TABLE IF NOT EXISTS apps (
 // OpenStore opens (creating if needed) the store at path, making its
 // directory (0700). Errors are wrapped with the path.
 func OpenStore(path string) (*Store, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("open release store %s: %w", path, err)
-	}
-	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sqlitedb.Open("release store", path, schema)
 	if err != nil {
-		return nil, fmt.Errorf("open release store %s: %w", path, err)
-	}
-	if _, err := db.Exec(schema); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open release store %s: %w", path, err)
+		return nil, err
 	}
 	return &Store{db: db}, nil
 }
