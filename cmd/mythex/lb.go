@@ -42,7 +42,7 @@ not retried: a refused or reset connection is a 502, a target slower than idle_t
 a 504, each marked with the X-Mythex-Lb header.
 
 The admin API (register/deregister targets, target state, /metrics) listens on
-admin_listen, loopback only unless --admin-allow-remote, and needs a bearer token
+admin_listen, loopback only unless --insecure-plaintext, and needs a bearer token
 from --token-file, load_balancer.admin_token_file or $MYTHEX_LB_TOKEN.
 
 The admin listener also answers the ELBv2 API (AWS Query protocol, POST /, version
@@ -103,6 +103,9 @@ State changes are logged; requests are not. SIGINT or SIGTERM shut it down clean
 			}
 			if err := lb.CheckAdminAddress(lbc.AdminListen, allowRemote); err != nil {
 				return usagef("%v", err)
+			}
+			if !auth.IsLoopback(lbc.AdminListen) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: the admin API serves plain HTTP on %s (--insecure-plaintext): its token, which can take every target out of rotation, crosses the network in clear\n", lbc.AdminListen)
 			}
 			if tokenFile == "" && lbc.AdminTokenFile != "" {
 				tokenFile = lbc.AdminTokenFile
@@ -167,7 +170,9 @@ State changes are logged; requests are not. SIGINT or SIGTERM shut it down clean
 	f.StringVar(&algorithm, "algorithm", "", "round_robin or least_outstanding_requests (default: load_balancer.algorithm)")
 	f.StringVar(&elbv2KeyFile, "elbv2-key-file", "", "file holding the ELBv2 endpoint's key pair, one line \"ACCESS_KEY_ID SECRET_ACCESS_KEY\" (default: $"+elbv2KeyIDEnv+" and $"+elbv2SecretEnv+"; neither: no ELBv2 endpoint)")
 	f.Float64Var(&elbv2Throttle, "elbv2-throttle", 0, "answer at most this many ELBv2 calls per second, ThrottlingException beyond (0: no limit)")
-	f.BoolVar(&allowRemote, "admin-allow-remote", false, "allow an admin address beyond loopback (the token still applies)")
+	f.BoolVar(&allowRemote, "insecure-plaintext", false, "serve the admin API in plain HTTP on an address beyond loopback (the token then crosses the network in clear), as mythex agent --insecure-plaintext")
+	f.BoolVar(&allowRemote, "admin-allow-remote", false, "old name of --insecure-plaintext")
+	_ = f.MarkDeprecated("admin-allow-remote", "use --insecure-plaintext")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	cmd.AddCommand(newLBApplyCmd())
 	return cmd

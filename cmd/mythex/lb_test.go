@@ -82,7 +82,7 @@ func TestLBCmd_BadInputExits2(t *testing.T) {
 		{"timeout not below interval", []string{"lb", "-f", timeoutAboveInterval(t)}, "tok-0123456789abcdef", "load_balancer.health_check.timeout"},
 		{"unknown algorithm", []string{"lb", "-f", good, "--algorithm", "random"}, "tok-0123456789abcdef", "load_balancer.algorithm"},
 		{"no token", []string{"lb", "-f", good}, "", "needs a bearer token"},
-		{"admin beyond loopback", []string{"lb", "-f", good, "--admin-listen", "0.0.0.0:9079"}, "tok-0123456789abcdef", "--admin-allow-remote"},
+		{"admin beyond loopback", []string{"lb", "-f", good, "--admin-listen", "0.0.0.0:9079"}, "tok-0123456789abcdef", "--insecure-plaintext"},
 		{"bad log format", []string{"lb", "-f", good, "--log-format", "xml"}, "tok-0123456789abcdef", "--log-format"},
 		{"not the embedded kind", []string{"lb", "-f", lbConfig(t, "127.0.0.1:9101", "127.0.0.1:9080", "127.0.0.1:9079", "  kind: haproxy\n")}, "tok-0123456789abcdef", "embedded"},
 		{"alb stand-in without a key pair", []string{"lb", "-f", lbConfig(t, "127.0.0.1:9101", "127.0.0.1:9080", "127.0.0.1:9079", "  kind: alb\n")}, "tok-0123456789abcdef", elbv2KeyIDEnv},

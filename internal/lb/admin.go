@@ -16,13 +16,13 @@ var ErrAdminNotLoopback = errors.New("admin address is not on loopback")
 
 // CheckAdminAddress refuses an admin listen address that binds beyond the
 // loopback interface unless allowRemote is set (mythex lb
-// --admin-allow-remote). It returns ErrAdminNotLoopback (wrapped) naming the
+// --insecure-plaintext). It returns ErrAdminNotLoopback (wrapped) naming the
 // address and the fix.
 func CheckAdminAddress(addr string, allowRemote bool) error {
 	if allowRemote || auth.IsLoopback(addr) {
 		return nil
 	}
-	return fmt.Errorf("%w: %q; bind it to 127.0.0.1 (load_balancer.admin_listen) or pass --admin-allow-remote", ErrAdminNotLoopback, addr)
+	return fmt.Errorf("%w: %q; bind it to 127.0.0.1 (load_balancer.admin_listen) or pass --insecure-plaintext on a network you trust (the token crosses it in clear)", ErrAdminNotLoopback, addr)
 }
 
 // NewAdmin returns the admin API (docs/lb.md; wire types and client in
