@@ -76,34 +76,22 @@ func (s *State) UnmarshalText(b []byte) error {
 	return fmt.Errorf("lb: unknown target state %q", b)
 }
 
-// Reason is an ALB TargetHealth reason code. Codes starting with Elb originate
-// in the load balancer, codes starting with Target in the target. A healthy
-// target has no reason.
-type Reason string
+// Reason is an ALB TargetHealth reason code: the one list of them, the load
+// balancer port's (lbport.Reason). A healthy target has no reason.
+type Reason = lbport.Reason
 
-// Reason codes, as documented for the ALB TargetHealth API type.
+// Reason codes the embedded load balancer gives, as documented for the ALB
+// TargetHealth API type (see lbport for each one's meaning).
 const (
-	// ReasonNone: the target is healthy.
-	ReasonNone Reason = ""
-	// ReasonRegistrationInProgress: initial, no health check has finished yet.
-	ReasonRegistrationInProgress Reason = "Elb.RegistrationInProgress"
-	// ReasonInitialHealthChecking: initial, some checks failed but fewer than
-	// the unhealthy threshold.
-	ReasonInitialHealthChecking Reason = "Elb.InitialHealthChecking"
-	// ReasonInternalError: the check could not be run (the load balancer's
-	// fault, not the target's).
-	ReasonInternalError Reason = "Elb.InternalError"
-	// ReasonResponseCodeMismatch: the check answered with a code other than 200.
-	ReasonResponseCodeMismatch Reason = "Target.ResponseCodeMismatch"
-	// ReasonTimeout: the check did not answer within the health check timeout.
-	ReasonTimeout Reason = "Target.Timeout"
-	// ReasonFailedHealthChecks: the connection failed or the answer was
-	// malformed.
-	ReasonFailedHealthChecks Reason = "Target.FailedHealthChecks"
-	// ReasonDeregistrationInProgress: draining.
-	ReasonDeregistrationInProgress Reason = "Target.DeregistrationInProgress"
-	// ReasonNotRegistered: unused; the target is not registered.
-	ReasonNotRegistered Reason = "Target.NotRegistered"
+	ReasonNone                     = lbport.ReasonNone
+	ReasonRegistrationInProgress   = lbport.ReasonRegistrationInProgress
+	ReasonInitialHealthChecking    = lbport.ReasonInitialHealthChecking
+	ReasonInternalError            = lbport.ReasonInternalError
+	ReasonResponseCodeMismatch     = lbport.ReasonResponseCodeMismatch
+	ReasonTimeout                  = lbport.ReasonTimeout
+	ReasonFailedHealthChecks       = lbport.ReasonFailedHealthChecks
+	ReasonDeregistrationInProgress = lbport.ReasonDeregistrationInProgress
+	ReasonNotRegistered            = lbport.ReasonNotRegistered
 )
 
 // Thresholds are a target group's health check thresholds.
