@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -16,6 +14,7 @@ import (
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/auth"
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/termui"
 )
 
 // agentConnFlags say which agent to talk to.
@@ -142,9 +141,7 @@ Without a subcommand it shows the maintenance window in force.`,
 				return agentErr(err)
 			}
 			return printMaintenance(os.Stdout, conn.asJSON, rep, func(w io.Writer) {
-				m := rep.Maintenance
-				fmt.Fprintf(w, "%s: maintenance on until %s (%s): %s (by %s)\nthe watchdog reports but heals nothing until then; end it early with: mythex agent maintenance%s off\n",
-					name, m.Until.Local().Format(time.RFC3339), on.d, m.Reason, orDash(m.By), conn.again())
+				termui.WriteMaintenanceOn(w, name, rep, on.d, "mythex agent maintenance"+conn.again()+" off")
 			})
 		},
 	}
@@ -167,11 +164,7 @@ Without a subcommand it shows the maintenance window in force.`,
 				return agentErr(err)
 			}
 			return printMaintenance(os.Stdout, conn.asJSON, rep, func(w io.Writer) {
-				if rep.Ended == nil {
-					fmt.Fprintf(w, "%s: no maintenance was on\n", name)
-					return
-				}
-				fmt.Fprintf(w, "%s: maintenance off (was: %s, by %s); healing resumes\n", name, rep.Ended.Reason, orDash(rep.Ended.By))
+				termui.WriteMaintenanceOff(w, name, rep)
 			})
 		},
 	}
@@ -198,21 +191,13 @@ func runMaintenanceStatus(ctx context.Context, conn agentConnFlags, out io.Write
 		return agentErr(err)
 	}
 	return printMaintenance(out, conn.asJSON, rep, func(w io.Writer) {
-		m := rep.Maintenance
-		if m == nil {
-			fmt.Fprintf(w, "%s: no maintenance; the watchdog heals\n", name)
-			return
-		}
-		fmt.Fprintf(w, "%s: maintenance on until %s (%s left): %s (by %s)\n",
-			name, m.Until.Local().Format(time.RFC3339), time.Until(m.Until).Round(time.Second), m.Reason, orDash(m.By))
+		termui.WriteMaintenance(w, name, rep, time.Now())
 	})
 }
 
 func printMaintenance(out io.Writer, asJSON bool, rep agentapi.MaintenanceReport, text func(io.Writer)) error {
 	if asJSON {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return termui.WriteJSON(out, rep)
 	}
 	text(out)
 	return nil

@@ -114,7 +114,7 @@ for bad flags.`,
 			switch {
 			case asJSON:
 				out = nil
-			case isTerminal(os.Stdout):
+			case termui.IsTerminal(os.Stdout):
 				o.Mode = termui.TTY
 			}
 			o.Out = out

@@ -194,7 +194,7 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 	switch {
 	case f.asJSON:
 		mode = termui.JSON
-	case isTerminal(unwrapDrop(out)):
+	case termui.IsTerminal(unwrapDrop(out)):
 		mode = termui.TTY
 	}
 	start := time.Now()
@@ -204,7 +204,7 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 	}
 	if mode == termui.JSON && f.measureURL != "" {
 		// The prober's seconds and the deploy's events share the stream.
-		out = &lockedWriter{w: out}
+		out = termui.Locked(out)
 	}
 	r := termui.NewDeployRendererAt(out, mode, start)
 	var rec *deployrec.Recorder // nil records nothing

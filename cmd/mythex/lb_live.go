@@ -17,6 +17,7 @@ import (
 	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/lbport/alb"
 	"github.com/mythex/mythex/internal/lbport/fleetlb"
+	"github.com/mythex/mythex/internal/termui"
 	"github.com/mythex/mythex/internal/timing"
 )
 
@@ -98,7 +99,7 @@ func runCheckLive(cmd *cobra.Command, file, tokenFile string, asJSON bool) error
 	out := cmd.OutOrStdout()
 	if asJSON {
 		var b bytes.Buffer
-		if err := writeCheckJSON(&b, file, rep); err != nil {
+		if err := termui.WriteCheckJSON(&b, file, rep); err != nil {
 			return err
 		}
 		v := liveJSON{File: file, Kind: l.LoadBalancer.Kind, OK: rep.OK() && len(drift) == 0, Drift: drift, Check: b.Bytes()}
@@ -112,7 +113,7 @@ func runCheckLive(cmd *cobra.Command, file, tokenFile string, asJSON bool) error
 		}
 	} else {
 		writeDrift(out, l.LoadBalancer, drift)
-		if err := writeCheckText(out, file+" (live numbers)", rep, useColor(out)); err != nil {
+		if err := termui.WriteCheckText(out, file+" (live numbers)", rep, termui.Color(out)); err != nil {
 			return err
 		}
 	}

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,6 +14,7 @@ import (
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/auth"
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/termui"
 )
 
 func newLeaseCmd() *cobra.Command {
@@ -103,7 +102,7 @@ of its TTL: a deploy that is alive. --force breaks it anyway.`,
 			}
 			if !conn.asJSON {
 				fmt.Fprintf(os.Stderr, "%s: breaking the %s lease of %q (step %s); the agent recovers the host before it answers…\n",
-					name, kind, held.Holder, orDash(stepOf(*held)))
+					name, kind, held.Holder, termui.LeaseStep(*held))
 			}
 			rep, err := c.BreakLease(cmd.Context(), br.fleet, br.force, by)
 			if errors.Is(err, agentapi.ErrLeaseHeld) {
@@ -113,11 +112,11 @@ of its TTL: a deploy that is alive. --force breaks it anyway.`,
 				return agentErr(err)
 			}
 			if conn.asJSON {
-				return writeLeaseJSON(os.Stdout, rep)
+				return termui.WriteJSON(os.Stdout, rep)
 			}
 			fmt.Printf("%s: %s lease of %q broken\n", name, kind, rep.Broken.Holder)
 			if r := rep.Recovery; r != nil {
-				fmt.Printf("%s: recovery %s%s\n", name, r.State, recoveryDetail(*r))
+				fmt.Printf("%s: recovery %s%s\n", name, r.State, termui.RecoveryDetail(*r))
 				if r.State != agentapi.RecoveryRestored {
 					return fmt.Errorf("%s: the host is not restored: %s", name, r.Error)
 				}
@@ -130,17 +129,6 @@ of its TTL: a deploy that is alive. --force breaks it anyway.`,
 	breakCmd.Flags().StringVar(&br.by, "by", "", "who breaks it, for the agent's log (default $USER@hostname)")
 	cmd.AddCommand(statusCmd, breakCmd)
 	return cmd
-}
-
-// leaseRow is one host's answer in lease status.
-type leaseRow struct {
-	Host       string                  `json:"host"`
-	Agent      string                  `json:"agent"`
-	Lease      *agentapi.Lease         `json:"lease,omitempty"`
-	FleetLease *agentapi.Lease         `json:"fleet_lease,omitempty"`
-	Restore    *agentapi.RestoreStatus `json:"restore,omitempty"`
-	Recovery   *agentapi.Recovery      `json:"recovery,omitempty"`
-	Error      string                  `json:"error,omitempty"`
 }
 
 func runLeaseStatus(ctx context.Context, conn agentConnFlags, out io.Writer) error {
@@ -161,9 +149,9 @@ func runLeaseStatus(ctx context.Context, conn agentConnFlags, out io.Writer) err
 			targets = append(targets, target{h.Name, h.Agent})
 		}
 	}
-	var rows []leaseRow
-	ask := func(c *agentapi.Client, name string) leaseRow {
-		row := leaseRow{Host: name, Agent: c.Base()}
+	var rows []termui.LeaseRow
+	ask := func(c *agentapi.Client, name string) termui.LeaseRow {
+		row := termui.LeaseRow{Host: name, Agent: c.Base()}
 		st, err := c.Status(ctx)
 		if err != nil {
 			row.Error = err.Error()
@@ -190,88 +178,14 @@ func runLeaseStatus(ctx context.Context, conn agentConnFlags, out io.Writer) err
 		}
 	}
 	if conn.asJSON {
-		if err := writeLeaseJSON(out, rows); err != nil {
+		if err := termui.WriteJSON(out, rows); err != nil {
 			return err
 		}
 	} else {
-		printLeaseTable(out, rows, time.Now())
+		termui.WriteLeases(out, rows, time.Now())
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("could not ask the agents of %v", failed)
 	}
 	return nil
-}
-
-func printLeaseTable(out io.Writer, rows []leaseRow, now time.Time) {
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOST\tLEASE\tHOLDER\tLEFT\tRENEWED\tSTEP\tRESTORES TO\tHOST STATE")
-	for _, r := range rows {
-		if r.Error != "" {
-			fmt.Fprintf(tw, "%s\t?\t-\t-\t-\t-\t-\tunreachable: %s\n", r.Host, r.Error)
-			continue
-		}
-		state := "-"
-		if r.Restore != nil {
-			state = "restored (" + r.Restore.Version + ")"
-			if !r.Restore.Restored {
-				state = "NOT restored: " + r.Restore.Reason
-			}
-		}
-		if r.Recovery != nil && r.Recovery.State == agentapi.RecoveryRunning {
-			state = "recovering from the lease of " + r.Recovery.Holder
-		}
-		leases := 0
-		for _, l := range []struct {
-			kind string
-			l    *agentapi.Lease
-		}{{"host", r.Lease}, {"fleet", r.FleetLease}} {
-			if l.l == nil {
-				continue
-			}
-			leases++
-			renewed := "-"
-			if l.l.Renewed != nil {
-				renewed = now.Sub(*l.l.Renewed).Round(100*time.Millisecond).String() + " ago"
-			}
-			restore := "-"
-			if l.l.Restore != nil {
-				restore = l.l.Restore.Version
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Host, l.kind, l.l.Holder,
-				max(l.l.Expires.Sub(now), 0).Round(100*time.Millisecond), renewed, orDash(stepOf(*l.l)), restore, state)
-		}
-		if leases == 0 {
-			fmt.Fprintf(tw, "%s\tnone\t-\t-\t-\t-\t-\t%s\n", r.Host, state)
-		}
-	}
-	_ = tw.Flush()
-}
-
-func stepOf(l agentapi.Lease) string {
-	if l.Step == "" {
-		return ""
-	}
-	return l.Step + " (" + l.StepState + ")"
-}
-
-func recoveryDetail(r agentapi.Recovery) string {
-	s := ""
-	if r.Version != "" {
-		s += ": back on " + r.Version
-	} else if r.State == agentapi.RecoveryRestored {
-		s += ": the host ran nothing before that deploy; its new services were stopped"
-	}
-	if r.Registered {
-		s += ", registered with the load balancer"
-	}
-	if r.Error != "" {
-		s += ": " + r.Error
-	}
-	return s
-}
-
-func writeLeaseJSON(out io.Writer, v any) error {
-	enc := json.NewEncoder(out)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

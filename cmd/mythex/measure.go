@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,14 +10,13 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/mythex/mythex/internal/deployrec"
 	"github.com/mythex/mythex/internal/probe"
+	"github.com/mythex/mythex/internal/termui"
 )
 
 // measureOptions are mythex measure's flags.
@@ -166,9 +163,8 @@ func runMeasure(ctx context.Context, o measureOptions, argv []string, mio measur
 	}
 
 	tuneGC()
-	mio.stdout, mio.stderr = serialized(mio.stdout), serialized(mio.stderr)
-	color := isTerminal(mio.stderr) && os.Getenv("NO_COLOR") == ""
-	style := probe.Style{Color: color}
+	mio.stdout, mio.stderr = termui.Serialized(mio.stdout), termui.Serialized(mio.stderr)
+	style := probe.Style{Color: termui.Color(mio.stderr)}
 	cfg := probe.Config{
 		URL:           o.url,
 		Rate:          o.rate,
@@ -244,11 +240,9 @@ func runMeasure(ctx context.Context, o measureOptions, argv []string, mio measur
 		}
 	}
 
-	v := measureVerdict(&report, o.maxDropped, interrupted)
+	v := probe.Judge(&report, o.maxDropped, interrupted)
 	if o.jsonOut {
-		enc := json.NewEncoder(mio.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(measureOutput{report: report, verdict: verdictJSON{Verdict: v.name(), Reason: v.message, MaxDropped: o.maxDropped}}); err != nil {
+		if err := termui.WriteJSON(mio.stdout, probe.JudgedReport{Report: report, Verdict: v, MaxDropped: o.maxDropped}); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}
 	} else if err := probe.WriteSummary(mio.stdout, &report, style); err != nil {
@@ -259,12 +253,15 @@ func runMeasure(ctx context.Context, o measureOptions, argv []string, mio measur
 			late, cfg.LateTolerance)
 	}
 	if !o.jsonOut {
-		fmt.Fprintln(mio.stdout, v.line())
+		fmt.Fprintln(mio.stdout, v.Line())
 	}
-	if v.code == exitOK {
+	switch v.Grade {
+	case probe.Pass:
 		return nil
+	case probe.Fail:
+		return withCode(exitFailed, errors.New(v.Message))
 	}
-	return withCode(v.code, errors.New(v.message))
+	return withCode(exitUnknown, errors.New(v.Message))
 }
 
 // runCommand runs argv (path resolved) to its end, with the given streams.
@@ -316,98 +313,6 @@ func measureStart(now time.Time) (time.Time, bool) {
 	return t, true
 }
 
-// measureOutput is mythex measure --json's output: the report's fields, then
-// the verdict the exit code carries, so CI can read it from the JSON too.
-type measureOutput struct {
-	report  probe.Report
-	verdict verdictJSON
-}
-
-// verdictJSON is the verdict part of mythex measure --json.
-type verdictJSON struct {
-	// Verdict is pass (exit 0), fail (exit 1) or incomplete (exit 3).
-	Verdict string `json:"verdict"`
-	// Reason says why, as the text output's last line does.
-	Reason string `json:"verdict_reason"`
-	// MaxDropped is --max-dropped: requests allowed to reach nothing.
-	MaxDropped int64 `json:"max_dropped"`
-}
-
-// MarshalJSON is the report's JSON object with the verdict's fields appended.
-func (m measureOutput) MarshalJSON() ([]byte, error) {
-	rep, err := json.Marshal(m.report)
-	if err != nil {
-		return nil, err
-	}
-	extra, err := json.Marshal(m.verdict)
-	if err != nil {
-		return nil, err
-	}
-	rep = bytes.TrimRight(rep, " \n")
-	if len(rep) < 2 || rep[len(rep)-1] != '}' {
-		return nil, fmt.Errorf("report JSON is not an object: %.40q", rep)
-	}
-	out := append(rep[:len(rep)-1:len(rep)-1], ',')
-	return append(out, extra[1:]...), nil
-}
-
-// verdict is mythex measure's outcome: an exit code and why.
-type verdict struct {
-	code    int
-	message string
-}
-
-// name is the verdict as JSON gives it: pass, fail or incomplete.
-func (v verdict) name() string {
-	switch v.code {
-	case exitOK:
-		return "pass"
-	case exitFailed:
-		return "fail"
-	}
-	return "incomplete"
-}
-
-func (v verdict) line() string {
-	return strings.ToUpper(v.name()) + ": " + v.message
-}
-
-// measureVerdict decides the exit code from a report: failures (requests
-// that reached nothing beyond maxDropped, a failed command) → 1; else a
-// measurement that could not cover what it should (interrupted, probe
-// errors, unsent requests) → 3; else 0.
-func measureVerdict(r *probe.Report, maxDropped int64, interrupted bool) verdict {
-	var fails []string
-	if r.ReachedNothing > maxDropped {
-		fails = append(fails, fmt.Sprintf("%d of %d requests reached nothing (allowed %d)", r.ReachedNothing, r.Requests, maxDropped))
-	}
-	if c := r.Command; c != nil && (c.ExitCode != 0 || c.Error != "") {
-		why := c.Error
-		if why == "" {
-			why = fmt.Sprintf("exit status %d", c.ExitCode)
-		}
-		fails = append(fails, fmt.Sprintf("command %s failed: %s", c.Argv[0], why))
-	}
-	if len(fails) > 0 {
-		return verdict{exitFailed, strings.Join(fails, "; ")}
-	}
-	var gaps []string
-	if interrupted {
-		gaps = append(gaps, fmt.Sprintf("interrupted after %s", r.Elapsed.Round(time.Millisecond)))
-	}
-	if r.ProbeErrors > 0 {
-		gaps = append(gaps, fmt.Sprintf("%d probe errors (the prober could not run those requests)", r.ProbeErrors))
-	}
-	if r.Unsent > 0 {
-		gaps = append(gaps, fmt.Sprintf("%d requests not sent: %d were in flight (raise --max-in-flight or lower --rate)", r.Unsent, r.MaxInFlight))
-	}
-	if len(gaps) > 0 {
-		return verdict{exitUnknown, fmt.Sprintf("%d of %d requests reached nothing, but the measurement is incomplete: %s",
-			r.ReachedNothing, r.Requests, strings.Join(gaps, "; "))}
-	}
-	return verdict{exitOK, fmt.Sprintf("%d of %d requests reached nothing (allowed %d)", r.ReachedNothing, r.Requests, maxDropped)}
-}
-
 func pctOf(n, of int64) float64 {
 	if of == 0 {
 		return 0
@@ -430,31 +335,4 @@ func tuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(measureGCPercent)
 	}
-}
-
-// serialized returns w itself when it is a file (the OS orders writes, and
-// a command run with it inherits it: a terminal stays a terminal), else w
-// behind a mutex: the timeline and a command's output write concurrently.
-func serialized(w io.Writer) io.Writer {
-	if _, ok := w.(*os.File); ok {
-		return w
-	}
-	return &lockedWriter{w: w}
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }

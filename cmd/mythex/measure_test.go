@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/deployrec"
-	"github.com/mythex/mythex/internal/probe"
 	"github.com/mythex/mythex/internal/wire"
 )
 
@@ -301,40 +300,6 @@ func TestMeasureCmd_BadInput(t *testing.T) {
 			}
 			if strings.Contains(r.stderr, "measuring GET") {
 				t.Errorf("probing started despite bad input:\n%s", r.stderr)
-			}
-		})
-	}
-}
-
-func TestMeasureVerdict(t *testing.T) {
-	failed := &probe.CommandResult{Argv: []string{"deploy"}, ExitCode: 3, Error: "exit status 3"}
-	okCmd := &probe.CommandResult{Argv: []string{"deploy"}}
-	cases := []struct {
-		name        string
-		r           probe.Report
-		maxDropped  int64
-		interrupted bool
-		code        int
-		msg         string
-	}{
-		{"clean", probe.Report{Requests: 100, OK: 100}, 0, false, exitOK, "0 of 100 requests reached nothing"},
-		{"one dropped, none allowed", probe.Report{Requests: 100, OK: 99, ReachedNothing: 1}, 0, false, exitFailed, "1 of 100 requests reached nothing (allowed 0)"},
-		{"dropped within allowance", probe.Report{Requests: 100, ReachedNothing: 5}, 5, false, exitOK, "5 of 100"},
-		{"app errors and drain signals do not fail", probe.Report{Requests: 100, AppErrors: 10, DrainSignals: 10}, 0, false, exitOK, "0 of 100"},
-		{"command failed", probe.Report{Requests: 100, Command: failed}, 0, false, exitFailed, "command deploy failed: exit status 3"},
-		{"command killed", probe.Report{Requests: 100, Command: &probe.CommandResult{Argv: []string{"deploy"}, ExitCode: -1, Error: "signal: killed"}}, 0, false, exitFailed, "signal: killed"},
-		{"both failures are named", probe.Report{Requests: 100, ReachedNothing: 2, Command: failed}, 0, false, exitFailed, "2 of 100 requests reached nothing (allowed 0); command deploy failed"},
-		{"command ok", probe.Report{Requests: 100, Command: okCmd}, 0, false, exitOK, "0 of 100"},
-		{"probe errors: incomplete", probe.Report{Requests: 100, ProbeErrors: 3}, 0, false, exitUnknown, "3 probe errors"},
-		{"unsent: incomplete", probe.Report{Requests: 100, Unsent: 4, MaxInFlight: 16}, 0, false, exitUnknown, "4 requests not sent: 16 were in flight"},
-		{"interrupted", probe.Report{Requests: 100, Elapsed: 1500 * time.Millisecond}, 0, true, exitUnknown, "interrupted after 1.5s"},
-		{"dropped beats incomplete", probe.Report{Requests: 100, ReachedNothing: 1, ProbeErrors: 3}, 0, true, exitFailed, "1 of 100"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			v := measureVerdict(&tc.r, tc.maxDropped, tc.interrupted)
-			if v.code != tc.code || !strings.Contains(v.message, tc.msg) {
-				t.Errorf("verdict = %d %q, want %d containing %q", v.code, v.message, tc.code, tc.msg)
 			}
 		})
 	}

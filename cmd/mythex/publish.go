@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -13,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -26,6 +23,7 @@ import (
 	"github.com/mythex/mythex/internal/platform/fly"
 	"github.com/mythex/mythex/internal/platform/local"
 	"github.com/mythex/mythex/internal/publish"
+	"github.com/mythex/mythex/internal/termui"
 )
 
 // publishTarget holds the flags that say where releases live and run: the
@@ -360,7 +358,7 @@ interrupted.`,
 			if target.platform == "fly" && healthURL == "" {
 				healthURL = "https://" + app + ".fly.dev" + healthPath
 			}
-			progress := progressWriter(cmd.ErrOrStderr(), quietProgress)
+			progress := termui.PublishProgress(cmd.ErrOrStderr(), quietProgress)
 			target.strategy, target.app = strategy, app
 			g, _, closeAll, err := target.gate(opts, progress)
 			if err != nil {
@@ -381,11 +379,11 @@ interrupted.`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				if err := writeResultJSON(out, res); err != nil {
+				if err := termui.WritePublishJSON(out, res); err != nil {
 					return err
 				}
 			} else {
-				writeResultText(out, res)
+				termui.WritePublishText(out, res)
 			}
 			switch res.Verdict.Status {
 			case publish.StatusLive:
@@ -493,149 +491,4 @@ func secondSignal(ctx context.Context) (<-chan struct{}, func()) {
 		}
 	}()
 	return abort, func() { signal.Stop(ch); close(done) }
-}
-
-// progressWriter prints one line per look and per step to w when w is a
-// terminal (and not quiet).
-func progressWriter(w io.Writer, quiet bool) func(publish.Event) {
-	f, ok := w.(*os.File)
-	if quiet || !ok || !isatty.IsTerminal(f.Fd()) {
-		return nil
-	}
-	return func(e publish.Event) { fmt.Fprintln(w, progressLine(e)) }
-}
-
-// progressLine renders one progress event.
-func progressLine(e publish.Event) string {
-	el := fmt.Sprintf("+%5.1fs", e.Elapsed.Seconds())
-	if e.Kind == publish.EventStep {
-		return fmt.Sprintf("%s  %s", el, e.Message)
-	}
-	var parts []string
-	for i, ms := range e.Verdict.Machines {
-		s := fmt.Sprintf("%s %s", ms.ID, orDash(string(ms.State)))
-		if i < len(e.Look.Machines) && e.Look.Machines[i].Err != "" {
-			s = fmt.Sprintf("%s (platform: %s)", ms.ID, e.Look.Machines[i].Err)
-		}
-		if ms.CrashesSeen > 0 {
-			s += fmt.Sprintf(", crashed %d× since publish (latest: %s at %s)", ms.CrashesSeen, ms.LatestExit(), ms.LatestCrash.UTC().Format("15:04:05.000"))
-		}
-		if ms.RestartCount > 0 {
-			s += fmt.Sprintf(", restarts %d", ms.RestartCount)
-		}
-		if i < len(e.Look.Machines) {
-			p := e.Look.Machines[i].Probe
-			if !p.Ran {
-				p = e.Look.App
-			}
-			if p.Ran {
-				s += ", health " + p.String()
-			}
-		}
-		parts = append(parts, s)
-	}
-	return fmt.Sprintf("%s  look %d  %-7s %s", el, e.Look.N, e.Verdict.Status, strings.Join(parts, "; "))
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// resultJSON is the --json shape of a publish.
-type resultJSON struct {
-	App           string           `json:"app"`
-	Release       string           `json:"release"`
-	Image         string           `json:"image"`
-	Status        publish.Status   `json:"status"`
-	ReleaseStatus string           `json:"release_status"`
-	Reasons       []string         `json:"reasons"`
-	Warnings      []string         `json:"warnings"`
-	Machines      []machineJSON    `json:"machines"`
-	Looks         int              `json:"looks"`
-	Elapsed       float64          `json:"elapsed_seconds"`
-	LastGood      string           `json:"last_good,omitempty"`
-	Rollback      *rollbackJSON    `json:"rollback,omitempty"`
-	Platform      string           `json:"platform"`
-	Strategy      publish.Strategy `json:"strategy"`
-}
-
-type machineJSON struct {
-	publish.MachineSummary
-	UpForSeconds float64 `json:"up_for_seconds"`
-}
-
-type rollbackJSON struct {
-	From        string   `json:"from"`
-	To          string   `json:"to,omitempty"`
-	TookSeconds float64  `json:"took_seconds"`
-	Machines    []string `json:"machines,omitempty"`
-	Error       string   `json:"error,omitempty"`
-}
-
-func toResultJSON(res publish.Result) resultJSON {
-	r := res.Release
-	out := resultJSON{App: r.App, Release: r.ID, Image: r.Config.Image, Status: res.Verdict.Status, ReleaseStatus: string(r.Status),
-		Reasons: nonNil(res.Verdict.Reasons), Warnings: nonNil(res.Verdict.Warnings), Looks: res.Verdict.Looks,
-		Elapsed: res.Elapsed.Seconds(), LastGood: r.LastGood, Platform: r.Platform, Strategy: r.Strategy, Machines: []machineJSON{}}
-	for _, m := range res.Verdict.Machines {
-		out.Machines = append(out.Machines, machineJSON{MachineSummary: m, UpForSeconds: m.UpFor.Seconds()})
-	}
-	if rb := res.Rollback; rb != nil {
-		out.Rollback = &rollbackJSON{From: rb.From, To: rb.To, TookSeconds: rb.Took.Seconds(), Machines: rb.Machines, Error: rb.Error}
-	}
-	return out
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-func writeResultJSON(w io.Writer, res publish.Result) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(toResultJSON(res))
-}
-
-// writeResultText prints the verdict for people.
-func writeResultText(w io.Writer, res publish.Result) {
-	r, v := res.Release, res.Verdict
-	switch v.Status {
-	case publish.StatusLive:
-		fmt.Fprintf(w, "%s of %s is LIVE (image %s, %d looks, %s)\n", r.ID, r.App, r.Config.Image, v.Looks, res.Elapsed.Round(100*time.Millisecond))
-	case publish.StatusFailed:
-		fmt.Fprintf(w, "%s of %s FAILED (image %s, %d looks, %s)\n", r.ID, r.App, r.Config.Image, v.Looks, res.Elapsed.Round(100*time.Millisecond))
-	default:
-		fmt.Fprintf(w, "%s of %s: verdict UNKNOWN — nothing was rolled back (image %s, %d looks)\n", r.ID, r.App, r.Config.Image, v.Looks)
-	}
-	for _, reason := range v.Reasons {
-		fmt.Fprintf(w, "  %s\n", reason)
-	}
-	for _, warn := range v.Warnings {
-		fmt.Fprintf(w, "  warning: %s\n", warn)
-	}
-	if rb := res.Rollback; rb != nil {
-		switch {
-		case rb.Error != "":
-			fmt.Fprintf(w, "  rollback to %s did not complete after %s: %s\n", rb.To, rb.Took.Round(time.Millisecond), rb.Error)
-		case rb.To != "":
-			fmt.Fprintf(w, "  rolled back to the last good release %s in %s; it serves (machines %s)\n", rb.To, rb.Took.Round(time.Millisecond), strings.Join(rb.Machines, ", "))
-		}
-	}
-	if v.Status == publish.StatusFailed && res.Rollback == nil && r.Status == publish.ReleaseFailed {
-		fmt.Fprintf(w, "  not rolled back: %s\n", lastClause(r.Reason))
-	}
-	if v.Status == publish.StatusUnknown {
-		fmt.Fprintf(w, "  %s stays pending; `mythex publish reconcile` finishes it once the platform answers\n", r.ID)
-	}
-}
-
-func lastClause(s string) string {
-	parts := strings.Split(s, "; ")
-	return parts[len(parts)-1]
 }
