@@ -25,6 +25,7 @@ import (
 	"github.com/mythex/mythex/internal/runtime"
 	"github.com/mythex/mythex/internal/runtime/docker"
 	"github.com/mythex/mythex/internal/runtime/process"
+	"github.com/mythex/mythex/internal/timing"
 	"github.com/mythex/mythex/internal/transport"
 	"github.com/mythex/mythex/internal/watchdog"
 )
@@ -164,9 +165,9 @@ func runAgent(ctx context.Context, f agentFlags, log *slog.Logger) error {
 		}
 		policy = watchdog.PolicyFrom(cfg.Watchdog)
 		drainMax = cfg.Drain.Max
-		h, ok := findHost(&cfg.Config, f.host)
+		h, ok := cfg.Host(f.host)
 		if !ok {
-			return usagef("--host %q is not in %s (hosts: %s)", f.host, f.file, hostNames(&cfg.Config))
+			return usagef("--host %q is not in %s (hosts: %s)", f.host, f.file, strings.Join(cfg.HostNames(), ", "))
 		}
 		if f.listen == "" {
 			f.listen = h.Agent
@@ -230,7 +231,7 @@ func runAgent(ctx context.Context, f agentFlags, log *slog.Logger) error {
 			return usagef("--watchdog-interval/--watchdog-failures: %v", err)
 		}
 		wdPolicy = &policy
-		if patience := time.Duration(policy.FailuresBeforeHeal-1) * policy.Interval; patience < drainMax {
+		if patience, ok := timing.WatchdogPatience(policy.FailuresBeforeHeal, policy.Interval, drainMax); !ok {
 			log.Warn("watchdog-patience fails: (failures_before_heal − 1) × interval is shorter than drain.max, so a service draining for a deploy would look dead to a watchdog that did not respect the host lock; mythex check explains",
 				"failures_before_heal", policy.FailuresBeforeHeal, "interval", policy.Interval, "patience", patience, "drain_max", drainMax)
 		}
@@ -288,7 +289,7 @@ func runAgent(ctx context.Context, f agentFlags, log *slog.Logger) error {
 	defer cancel()
 	_ = srv.Shutdown(shutdownCtx)
 	if f.stopOnExit {
-		stopAllServices(rt, log)
+		agent.StopAll(rt, log)
 	}
 	return nil
 }
@@ -330,54 +331,6 @@ type dockerRuntime struct {
 }
 
 func (r dockerRuntime) Close() error { return errors.Join(r.Docker.Close(), r.cli.Close()) }
-
-// stopAllServices stops every running service within its grace period.
-func stopAllServices(rt runtime.Runtime, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	sts, err := rt.Status(ctx)
-	if err != nil {
-		log.Error("stop services", "err", err)
-		return
-	}
-	done := make(chan struct{}, len(sts))
-	n := 0
-	for _, s := range sts {
-		if !s.Running() {
-			continue
-		}
-		n++
-		go func() {
-			if _, err := rt.Stop(ctx, s.Name, runtime.UseSpecGrace); err != nil && !errors.Is(err, runtime.ErrNotFound) {
-				log.Error("stop service", "service", s.Name, "err", err)
-			}
-			done <- struct{}{}
-		}()
-	}
-	for range n {
-		<-done
-	}
-}
-
-func findHost(c *fleet.Config, name string) (fleet.Host, bool) {
-	for _, h := range c.Hosts {
-		if h.Name == name {
-			return h, true
-		}
-	}
-	return fleet.Host{}, false
-}
-
-func hostNames(c *fleet.Config) string {
-	s := ""
-	for i, h := range c.Hosts {
-		if i > 0 {
-			s += ", "
-		}
-		s += h.Name
-	}
-	return s
-}
 
 func firstNonEmpty(ss ...string) string {
 	for _, s := range ss {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/user"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -68,9 +69,9 @@ func (c *agentConnFlags) client() (*agentapi.Client, string, error) {
 		if name == "" {
 			name, _ = os.Hostname()
 		}
-		h, ok := findHost(&cfg.Config, name)
+		h, ok := cfg.Host(name)
 		if !ok {
-			return nil, "", usagef("--host %q is not in %s (hosts: %s)", name, c.file, hostNames(&cfg.Config))
+			return nil, "", usagef("--host %q is not in %s (hosts: %s)", name, c.file, strings.Join(cfg.HostNames(), ", "))
 		}
 		if h.Agent == "" {
 			return nil, "", usagef("hosts[%s].agent is not set in %s; give --agent", name, c.file)

@@ -20,6 +20,7 @@ import (
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/deployrec"
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/hooks"
 	"github.com/mythex/mythex/internal/runtime/docker"
 	"github.com/mythex/mythex/internal/termui"
 	"github.com/mythex/mythex/internal/timing"
@@ -121,12 +122,12 @@ nothing was changed.`,
 			// not: output is dropped and the deploy goes on.
 			ctx, stop := signal.NotifyContext(context.WithoutCancel(cmd.Context()), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			hk := newDeployHooks(cfg, f.version, os.Stderr)
-			if err := hk.pre(ctx); err != nil {
+			hk := hooks.ForDeploy(cfg, f.version, os.Stderr)
+			if err := hk.Pre(ctx); err != nil {
 				return withCode(exitBadUse, err)
 			}
 			res, err := runDeploy(ctx, cfg, f, &dropWriter{w: os.Stdout}, os.Stderr)
-			hk.after(ctx, res, err)
+			hk.After(ctx, res, err)
 			return deployExit(res, err)
 		},
 	}
@@ -237,7 +238,7 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 	rec.EndDeploy(res, err)
 	probed := lm.stop(ctx)
 	r.Close()
-	recordDeployHistory(ctx, o.Hosts, holder, began, res, err, errOut)
+	deploy.RecordHistory(ctx, o.Hosts, holder, began, res, err, errOut)
 	switch {
 	case f.asJSON:
 		b, _ := json.Marshal(res)

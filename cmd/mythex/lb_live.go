@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -112,7 +111,7 @@ func runCheckLive(cmd *cobra.Command, file, tokenFile string, asJSON bool) error
 			return err
 		}
 	} else {
-		writeDrift(out, l.LoadBalancer, drift)
+		termui.WriteDrift(out, l.LoadBalancer, drift)
 		if err := termui.WriteCheckText(out, file+" (live numbers)", rep, termui.Color(out)); err != nil {
 			return err
 		}
@@ -121,27 +120,6 @@ func runCheckLive(cmd *cobra.Command, file, tokenFile string, asJSON bool) error
 		return silentExit(exitFailed)
 	}
 	return nil
-}
-
-func writeDrift(w io.Writer, lbc fleet.LoadBalancer, drift []fleetlb.Difference) {
-	what := "the " + lbc.Kind + " load balancer"
-	if lbc.TargetGroupARN != "" {
-		what = "target group " + lbc.TargetGroupARN
-	}
-	if len(drift) == 0 {
-		fmt.Fprintf(w, "live: %s matches mythex.yml\n\n", what)
-		return
-	}
-	fmt.Fprintf(w, "live: %s differs from mythex.yml in %d field(s):\n", what, len(drift))
-	width := 0
-	for _, d := range drift {
-		width = max(width, len(d.Field))
-	}
-	for _, d := range drift {
-		fmt.Fprintf(w, "  %-*s  file %-8s live %s\n", width, d.Field, d.File, d.Live)
-	}
-	fmt.Fprintln(w, "  (mythex lb apply -f FILE sets the file's numbers; the check below is on the live ones)")
-	fmt.Fprintln(w)
 }
 
 // applyJSON is the shape of `mythex lb apply --json`.

@@ -103,18 +103,18 @@ func (t *publishTarget) openPlatform() (platform.Platform, func(), error) {
 
 // localEndpoint finds the local platform daemon's URL and token.
 func (t *publishTarget) localEndpoint() (string, string, error) {
-	info, err := readLocalPlatformInfo(t.stateDir)
+	info, err := local.ReadEndpoint(t.stateDir)
 	if t.localAPI != "" {
 		if err != nil {
 			return "", "", usagef("--local-api %s: no token: %v", t.localAPI, err)
 		}
-		return t.localAPI, info.token, nil
+		return t.localAPI, info.Token, nil
 	}
 	if err != nil {
 		return "", "", usagef("the local platform is not running for state dir %s (%v): start it with `mythex publish local-platform --state-dir %s`, or pick --platform fly|docker",
 			t.stateDir, err, t.stateDir)
 	}
-	return info.URL, info.token, nil
+	return info.URL, info.Token, nil
 }
 
 func (t *publishTarget) openStore() (*publish.Store, error) {
@@ -162,7 +162,7 @@ func (t *publishTarget) router() (lbport.Driver, error) {
 		if err != nil {
 			return nil, usagef("--platform fly: %v", err)
 		}
-		return flyProxyRouter{c: c, app: t.app}, nil
+		return fly.NewProxyRouter(c, t.app), nil
 	}
 	if t.lbAdmin == "" {
 		return nil, nil

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/platform/fly"
+	"github.com/mythex/mythex/internal/platform/local"
 	"github.com/mythex/mythex/internal/termui"
 )
 
@@ -43,11 +44,11 @@ func findRelease(hs []termui.ReleaseJSON, id string) (termui.ReleaseJSON, bool) 
 // localClient is a Machines API client of the test's local platform.
 func localClient(t *testing.T, dir string) *fly.Client {
 	t.Helper()
-	info, err := readLocalPlatformInfo(dir)
+	info, err := local.ReadEndpoint(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := fly.New(fly.Options{BaseURL: info.URL, Token: info.token, PrivateAddresses: true, Name: "local"})
+	c, err := fly.New(fly.Options{BaseURL: info.URL, Token: info.Token, PrivateAddresses: true, Name: "local"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/platform/local"
 	"github.com/mythex/mythex/internal/probe"
 	"github.com/mythex/mythex/internal/publish"
 	"github.com/mythex/mythex/internal/termui"
@@ -62,7 +63,7 @@ func localPlatform(t *testing.T) (bin, stateDir string) {
 	})
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		if _, err := os.Stat(filepath.Join(stateDir, localInfoFile)); err == nil {
+		if _, err := os.Stat(filepath.Join(stateDir, local.InfoFile)); err == nil {
 			return bin, stateDir
 		}
 		if time.Now().After(deadline) {

@@ -1,4 +1,4 @@
-package main
+package hooks
 
 import (
 	"context"
@@ -7,36 +7,34 @@ import (
 
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/fleet"
-	"github.com/mythex/mythex/internal/hooks"
 )
 
-// deployHooks runs deploy.hooks of one deploy.
-type deployHooks struct {
+// Deploy runs deploy.hooks (mythex.yml) around one deploy.
+type Deploy struct {
 	h       fleet.Hooks
 	version string
 	hosts   []string
 	errOut  io.Writer
 }
 
-func newDeployHooks(cfg *fleet.Loaded, version string, errOut io.Writer) *deployHooks {
-	names := make([]string, len(cfg.Hosts))
-	for i, h := range cfg.Hosts {
-		names[i] = h.Name
-	}
-	return &deployHooks{h: cfg.Deploy.Hooks, version: version, hosts: names, errOut: errOut}
+// ForDeploy returns the hooks of one deploy of version to cfg's hosts
+// (deploy.hooks of mythex.yml); failing hooks that do not stop the deploy are
+// reported on errOut.
+func ForDeploy(cfg *fleet.Loaded, version string, errOut io.Writer) *Deploy {
+	return &Deploy{h: cfg.Deploy.Hooks, version: version, hosts: cfg.HostNames(), errOut: errOut}
 }
 
-// pre runs pre_deploy; its failure stops the deploy before anything changes.
-func (d *deployHooks) pre(ctx context.Context) error {
+// Pre runs pre_deploy; its failure stops the deploy before anything changes.
+func (d *Deploy) Pre(ctx context.Context) error {
 	if err := d.run(ctx, "pre_deploy", d.h.PreDeploy, "pending"); err != nil {
 		return fmt.Errorf("%w; nothing was changed", err)
 	}
 	return nil
 }
 
-// after runs post_deploy, on_rollback or on_failure for the deploy's outcome.
+// After runs post_deploy, on_rollback or on_failure for the deploy's outcome.
 // A failing hook is reported, and does not change the deploy's result.
-func (d *deployHooks) after(ctx context.Context, res deploy.Result, err error) {
+func (d *Deploy) After(ctx context.Context, res deploy.Result, err error) {
 	rolledBack := false
 	for _, h := range res.Hosts {
 		rolledBack = rolledBack || h.RolledBack
@@ -58,10 +56,10 @@ func (d *deployHooks) after(ctx context.Context, res deploy.Result, err error) {
 	}
 }
 
-func (d *deployHooks) run(ctx context.Context, name string, argv []string, result string) error {
+func (d *Deploy) run(ctx context.Context, name string, argv []string, result string) error {
 	if len(argv) == 0 {
 		return nil
 	}
 	// A deploy interrupted by Ctrl-C still tells its hooks.
-	return hooks.Run(context.WithoutCancel(ctx), argv, hooks.Event{Hook: name, Version: d.version, Result: result, Hosts: d.hosts}, d.h.Timeout, nil)
+	return Run(context.WithoutCancel(ctx), argv, Event{Hook: name, Version: d.version, Result: result, Hosts: d.hosts}, d.h.Timeout, nil)
 }
