@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -254,40 +252,9 @@ func runAgent(ctx context.Context, f agentFlags, log *slog.Logger) error {
 		return err
 	}
 	defer a.Close()
-	ln, err := net.Listen("tcp", f.listen)
-	if err != nil {
-		return fmt.Errorf("agent API: %w", err)
+	if err := a.ListenAndServe(ctx, agent.ServeOptions{Addr: f.listen, Token: token, TLS: tlsConf, Bootstrap: f.bootstrap}); err != nil {
+		return err
 	}
-	srv := &http.Server{Handler: a.Handler(token), ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsConf}
-	if tlsConf != nil {
-		ln = tls.NewListener(ln, tlsConf)
-	}
-	log.Info("agent listening", "addr", ln.Addr().String(), "host", f.host, "state_dir", stateDir, "runtime", f.runtime)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	if wdPolicy != nil {
-		log.Info("watchdog on", "interval", wdPolicy.Interval, "failures_before_heal", wdPolicy.FailuresBeforeHeal)
-	}
-	if f.bootstrap {
-		// A failed bootstrap leaves the agent serving: a deploy can fix the
-		// host, and the watchdog keeps trying.
-		if rep, err := a.Bootstrap(ctx); errors.Is(err, agent.ErrNothingPublished) {
-			log.Info("bootstrap: nothing published to this host yet; nothing to start")
-		} else if err != nil {
-			log.Error("bootstrap", "err", err)
-		} else {
-			log.Info("bootstrap: the current definition runs", "services", len(rep.Services))
-		}
-	}
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
-		return fmt.Errorf("agent API: %w", err)
-	}
-	log.Info("agent stopping")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(shutdownCtx)
 	if f.stopOnExit {
 		agent.StopAll(rt, log)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/mythex/mythex/internal/deployrec"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/hooks"
+	"github.com/mythex/mythex/internal/probe"
 	"github.com/mythex/mythex/internal/runtime/docker"
 	"github.com/mythex/mythex/internal/termui"
 	"github.com/mythex/mythex/internal/timing"
@@ -199,7 +200,7 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 		mode = termui.TTY
 	}
 	start := time.Now()
-	if t0, ok := measureStart(start); ok {
+	if t0, ok := probe.StartFromEnv(start); ok {
 		// Under `mythex measure --`: count seconds from the prober's second 0.
 		start = t0
 	}
@@ -236,7 +237,7 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 	began := time.Now()
 	res, err := d.Run(ctx)
 	rec.EndDeploy(res, err)
-	probed := lm.stop(ctx)
+	probed := lm.Stop(ctx)
 	r.Close()
 	deploy.RecordHistory(ctx, o.Hosts, holder, began, res, err, errOut)
 	switch {

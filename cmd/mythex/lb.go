@@ -4,10 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -129,36 +127,14 @@ State changes are logged; requests are not. SIGINT or SIGTERM shut it down clean
 			if err != nil {
 				return err
 			}
-			ln, err := net.Listen("tcp", lbc.Listen)
-			if err != nil {
-				srv.Group.Close()
-				return fmt.Errorf("listen on %s (load_balancer.listen): %w", lbc.Listen, err)
+			targets := make([]lb.StartTarget, len(cfg.Hosts))
+			for i, h := range cfg.Hosts {
+				targets[i] = lb.StartTarget{ID: h.Name, Address: h.Target}
 			}
-			adminLn, err := net.Listen("tcp", lbc.AdminListen)
-			if err != nil {
-				ln.Close()
-				srv.Group.Close()
-				return fmt.Errorf("listen on %s (load_balancer.admin_listen): %w", lbc.AdminListen, err)
+			err = srv.ListenAndServe(cmd.Context(), lbc.Listen, lbc.AdminListen, targets)
+			if _, ok := errors.AsType[*lb.RegisterError](err); ok {
+				return withCode(exitBadUse, err)
 			}
-			log.Info("mythex lb started", "listen", ln.Addr().String(), "admin", adminLn.Addr().String(),
-				"targets", len(cfg.Hosts), "algorithm", settings.Algorithm.String(),
-				"health_check_interval", settings.HealthCheckInterval, "healthy_threshold", settings.Thresholds.Healthy,
-				"unhealthy_threshold", settings.Thresholds.Unhealthy, "deregistration_delay", settings.DeregistrationDelay,
-				"idle_timeout", settings.IdleTimeout)
-			if elbv2 != nil {
-				log.Info("ELBv2 API endpoint on the admin listener", "endpoint", "http://"+adminLn.Addr().String()+"/",
-					"region", elbv2.Region, "target_group_arn", srv.TargetGroupARN, "throttle_calls_per_second", elbv2.Throttle)
-			}
-			for _, h := range cfg.Hosts {
-				if _, err := srv.Group.Register(h.Name, h.Target); err != nil {
-					ln.Close()
-					adminLn.Close()
-					srv.Group.Close()
-					return withCode(exitBadUse, fmt.Errorf("register host %s: %w", h.Name, err))
-				}
-			}
-			err = srv.Serve(cmd.Context(), ln, adminLn)
-			log.Info("mythex lb stopped")
 			return err
 		},
 	}
@@ -196,11 +172,9 @@ func elbv2Options(lbc fleet.LoadBalancer, keyFile string, throttle float64) (*lb
 		if err != nil {
 			return nil, withCode(exitBadUse, fmt.Errorf("--elbv2-key-file: %w", err))
 		}
-		f := strings.Fields(string(b))
-		if len(f) != 2 {
-			return nil, usagef("--elbv2-key-file %s must hold one line \"ACCESS_KEY_ID SECRET_ACCESS_KEY\"", keyFile)
+		if key, err = lb.ParseKeyPair(b); err != nil {
+			return nil, usagef("--elbv2-key-file %s: %v", keyFile, err)
 		}
-		key = lb.KeyPair{AccessKeyID: f[0], SecretAccessKey: f[1]}
 	} else {
 		key = lb.KeyPair{AccessKeyID: os.Getenv(elbv2KeyIDEnv), SecretAccessKey: os.Getenv(elbv2SecretEnv)}
 		if key.AccessKeyID == "" && key.SecretAccessKey == "" {
@@ -211,26 +185,10 @@ func elbv2Options(lbc fleet.LoadBalancer, keyFile string, throttle float64) (*lb
 		}
 	}
 	o := &lb.ELBv2Options{Key: key, Region: lbc.Region, TargetGroupARN: lbc.TargetGroupARN, Throttle: throttle}
-	if o.Region == "" {
-		o.Region = arnRegion(lbc.TargetGroupARN)
-	}
-	if o.Region == "" {
-		o.Region = lb.DefaultELBv2Region
-	}
 	if err := o.Validate(); err != nil {
 		return nil, usagef("%v", err)
 	}
 	return o, nil
-}
-
-// arnRegion is the region field of an ARN (arn:aws:SERVICE:REGION:…); "" when
-// it has none.
-func arnRegion(arn string) string {
-	f := strings.Split(arn, ":")
-	if len(f) < 6 {
-		return ""
-	}
-	return f[3]
 }
 
 // newLogger returns a slog logger on the command's stderr in format.

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 
@@ -34,10 +33,6 @@ type measureOptions struct {
 	quiet         bool
 	report        string
 }
-
-// commandWaitDelay is how long a command gets to exit after it was asked to
-// (on interrupt) before it is killed.
-const commandWaitDelay = 10 * time.Second
 
 func newMeasureCmd() *cobra.Command {
 	o := measureOptions{}
@@ -217,7 +212,7 @@ func runMeasure(ctx context.Context, o measureOptions, argv []string, mio measur
 		if o.jsonOut {
 			cmdOut = mio.stderr // keep stdout for the JSON report
 		}
-		cmdResult = runCommand(ctx, cmdPath, argv, probeStart, mio.stdin, cmdOut, mio.stderr)
+		cmdResult = probe.RunCommand(ctx, cmdPath, argv, probeStart, mio.stdin, cmdOut, mio.stderr)
 		t := time.NewTimer(o.tail)
 		select {
 		case <-t.C:
@@ -262,55 +257,6 @@ func runMeasure(ctx context.Context, o measureOptions, argv []string, mio measur
 		return withCode(exitFailed, errors.New(v.Message))
 	}
 	return withCode(exitUnknown, errors.New(v.Message))
-}
-
-// runCommand runs argv (path resolved) to its end, with the given streams.
-// On ctx's end the command is interrupted, then killed after
-// commandWaitDelay.
-//
-// The command gets $MYTHEX_MEASURE_START, the prober's second 0 in Unix
-// nanoseconds: `mythex deploy` counts its progress lines' seconds from it.
-func runCommand(ctx context.Context, path string, argv []string, probeStart time.Time, stdin io.Reader, stdout, stderr io.Writer) *probe.CommandResult {
-	c := exec.CommandContext(ctx, path, argv[1:]...)
-	c.Args = argv
-	c.Env = append(os.Environ(), fmt.Sprintf("%s=%d", measureStartEnv, probeStart.UnixNano()))
-	c.Stdin, c.Stdout, c.Stderr = stdin, stdout, stderr
-	c.Cancel = func() error { return c.Process.Signal(os.Interrupt) }
-	c.WaitDelay = commandWaitDelay
-	start := time.Now()
-	err := c.Run()
-	res := &probe.CommandResult{Argv: argv, Elapsed: time.Since(start)}
-	if c.ProcessState != nil {
-		res.ExitCode = c.ProcessState.ExitCode()
-	} else {
-		res.ExitCode = -1
-	}
-	if err != nil {
-		res.Error = err.Error()
-		if res.ExitCode == 0 {
-			res.ExitCode = -1
-		}
-	}
-	return res
-}
-
-// measureStartEnv carries the prober's second 0 (Unix nanoseconds) to the
-// command measure runs.
-const measureStartEnv = "MYTHEX_MEASURE_START"
-
-// measureStart is the prober's second 0 from $MYTHEX_MEASURE_START, when
-// this process runs under `mythex measure`; ok false otherwise or when the
-// value is not a time within a day of now.
-func measureStart(now time.Time) (time.Time, bool) {
-	ns, err := strconv.ParseInt(os.Getenv(measureStartEnv), 10, 64)
-	if err != nil {
-		return time.Time{}, false
-	}
-	t := time.Unix(0, ns)
-	if d := now.Sub(t); d < -time.Minute || d > 24*time.Hour {
-		return time.Time{}, false
-	}
-	return t, true
 }
 
 func pctOf(n, of int64) float64 {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/deployrec"
+	"github.com/mythex/mythex/internal/probe"
 	"github.com/mythex/mythex/internal/wire"
 )
 
@@ -50,7 +51,7 @@ func TestMeasureHelperProcess(t *testing.T) {
 		}
 		os.Exit(code)
 	case "start":
-		t0, ok := measureStart(time.Now())
+		t0, ok := probe.StartFromEnv(time.Now())
 		fmt.Printf("start %v %d\n", ok, t0.UnixNano())
 		os.Exit(0)
 	}
@@ -374,11 +375,11 @@ func TestMeasureCmd_CommandSharesSecondZero(t *testing.T) {
 	if t0 := time.Unix(0, ns); t0.Before(before) || t0.After(after) {
 		t.Errorf("second 0 %v is outside the run [%v, %v]", t0, before, after)
 	}
-	t.Setenv(measureStartEnv, strconv.FormatInt(ns, 10))
-	if got, ok := measureStart(after); !ok || got.UnixNano() != ns {
+	t.Setenv(probe.StartEnv, strconv.FormatInt(ns, 10))
+	if got, ok := probe.StartFromEnv(after); !ok || got.UnixNano() != ns {
 		t.Errorf("measureStart = %v, %v; want the value set", got, ok)
 	}
-	if _, ok := measureStart(after.Add(48 * time.Hour)); ok {
+	if _, ok := probe.StartFromEnv(after.Add(48 * time.Hour)); ok {
 		t.Error("a second 0 two days old was accepted")
 	}
 }

@@ -34,7 +34,8 @@ const (
 type ELBv2Options struct {
 	// Key is the key pair requests must be signed with. Required.
 	Key KeyPair
-	// Region is the region requests must be signed for. Default us-east-1.
+	// Region is the region requests must be signed for. Default the region
+	// of TargetGroupARN, else us-east-1.
 	Region string
 	// TargetGroupARN is the ARN of the one target group. Default
 	// DefaultTargetGroupARN with Region in it.
@@ -45,8 +46,12 @@ type ELBv2Options struct {
 	Throttle float64
 }
 
-// withDefaults fills the defaults of o.
+// withDefaults is o with its defaults filled: Region from TargetGroupARN
+// (else us-east-1), TargetGroupARN from Region.
 func (o ELBv2Options) withDefaults() ELBv2Options {
+	if o.Region == "" {
+		o.Region = arnRegion(o.TargetGroupARN)
+	}
 	if o.Region == "" {
 		o.Region = DefaultELBv2Region
 	}
@@ -54,6 +59,25 @@ func (o ELBv2Options) withDefaults() ELBv2Options {
 		o.TargetGroupARN = strings.Replace(DefaultTargetGroupARN, ":"+DefaultELBv2Region+":", ":"+o.Region+":", 1)
 	}
 	return o
+}
+
+// arnRegion is the region field of an ARN (arn:aws:SERVICE:REGION:…); "" when
+// it has none.
+func arnRegion(arn string) string {
+	f := strings.Split(arn, ":")
+	if len(f) < 6 {
+		return ""
+	}
+	return f[3]
+}
+
+// ParseKeyPair reads a key file's one line "ACCESS_KEY_ID SECRET_ACCESS_KEY".
+func ParseKeyPair(b []byte) (KeyPair, error) {
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return KeyPair{}, errors.New(`want one line "ACCESS_KEY_ID SECRET_ACCESS_KEY"`)
+	}
+	return KeyPair{AccessKeyID: f[0], SecretAccessKey: f[1]}, nil
 }
 
 // Validate checks o: a key pair and an ELBv2 target group ARN.

@@ -58,6 +58,7 @@ type Server struct {
 	TargetGroupARN string
 
 	admin           http.Handler
+	elbv2           *ELBv2Options // with defaults; nil when off
 	log             *slog.Logger
 	shutdownTimeout time.Duration
 }
@@ -111,6 +112,7 @@ func New(o Options) (*Server, error) {
 		}
 		api := newELBv2(s.Group, *o.ELBv2, clock, o.Logger, m.elbv2Call)
 		s.TargetGroupARN = api.o.TargetGroupARN
+		s.elbv2 = &api.o
 		bearer := admin
 		admin = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if isELBv2Request(r) {
