@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -157,7 +156,7 @@ func runAgent(ctx context.Context, f agentFlags, log *slog.Logger) error {
 	policy := watchdog.Policy{}
 	drainMax := fleet.Default().Drain.Max
 	if f.file != "" {
-		cfg, err := fleet.Load(f.file)
+		cfg, err := loadFleet(f.file)
 		if err != nil {
 			return err
 		}
@@ -276,28 +275,16 @@ func newRuntime(ctx context.Context, f agentFlags, stateDir string, log *slog.Lo
 			}
 			labels[k] = v
 		}
-		cli, err := docker.Connect(ctx, f.dockerHost)
-		if err != nil {
+		d, err := docker.Open(ctx, f.dockerHost, docker.Options{StateDir: filepath.Join(stateDir, "runtime"), Host: f.host, Labels: labels, Logger: log})
+		if errors.Is(err, docker.ErrNoEngine) {
 			return nil, usagef("--runtime docker: %v (is the Docker daemon running? see --docker-host)", err)
-		}
-		d, err := docker.New(docker.Options{Client: cli, StateDir: filepath.Join(stateDir, "runtime"), Host: f.host, Labels: labels, Logger: log})
-		if err != nil {
-			cli.Close()
+		} else if err != nil {
 			return nil, usagef("--runtime docker: %v", err)
 		}
-		return dockerRuntime{Docker: d, cli: cli}, nil
+		return d, nil
 	}
 	return nil, usagef("--runtime %q: the runtimes are: process, docker", f.runtime)
 }
-
-// dockerRuntime is the Docker runtime together with the engine client the
-// agent opened for it; Close closes both (containers keep running).
-type dockerRuntime struct {
-	*docker.Docker
-	cli io.Closer
-}
-
-func (r dockerRuntime) Close() error { return errors.Join(r.Docker.Close(), r.cli.Close()) }
 
 func firstNonEmpty(ss ...string) string {
 	for _, s := range ss {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/auth"
-	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/termui"
 )
 
@@ -62,7 +61,7 @@ func (c *agentConnFlags) client() (*agentapi.Client, string, error) {
 	}
 	addr, name := c.agent, c.host
 	if addr == "" && c.file != "" {
-		cfg, err := fleet.Load(c.file)
+		cfg, err := loadFleet(c.file)
 		if err != nil {
 			return nil, "", err
 		}

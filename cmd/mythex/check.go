@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -125,12 +124,9 @@ documented default and the output says so.
 				}
 				return runNativeCheck(cmd.OutOrStdout(), cmd.InOrStdin(), args, native)
 			}
-			l, err := fleet.Load(file)
+			l, err := loadFleet(file)
 			if err != nil {
-				if errors.Is(err, fleet.ErrInvalid) {
-					return err
-				}
-				return withCode(exitBadUse, err)
+				return err
 			}
 			// The deploy's own preflight of deploy.compose (it exists, it
 			// resolves for every host, deploy.verify and target_services

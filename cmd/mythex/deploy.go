@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -127,7 +126,7 @@ nothing was changed.`,
 			if err := hk.Pre(ctx); err != nil {
 				return withCode(exitBadUse, err)
 			}
-			res, err := runDeploy(ctx, cfg, f, &dropWriter{w: os.Stdout}, os.Stderr)
+			res, err := runDeploy(ctx, cfg, f, &termui.DropWriter{W: os.Stdout}, os.Stderr)
 			hk.After(ctx, res, err)
 			return deployExit(res, err)
 		},
@@ -196,7 +195,7 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 	switch {
 	case f.asJSON:
 		mode = termui.JSON
-	case termui.IsTerminal(unwrapDrop(out)):
+	case termui.IsTerminal(termui.Unwrap(out)):
 		mode = termui.TTY
 	}
 	start := time.Now()
@@ -223,7 +222,7 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 	if len(f.targetServices) > 0 {
 		o.TargetServices = f.targetServices
 	}
-	o.ImageExists = localImageExists
+	o.ImageExists = docker.LocalImageExists
 	d, err := deploy.New(o)
 	if err != nil {
 		r.Close()
@@ -245,7 +244,7 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 		b, _ := json.Marshal(res)
 		fmt.Fprintf(out, "%s\n", b)
 	case len(res.Hosts) > 0:
-		printDeploySummary(out, res, err)
+		termui.WriteDeploySummary(out, res, err)
 	}
 	if probed != nil {
 		if f.asJSON {
@@ -268,79 +267,4 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 		err = withCode(exitFailed, fmt.Errorf("the deploy succeeded, but %d of %d requests to %s reached nothing", probed.ReachedNothing, probed.Requests, probed.URL))
 	}
 	return res, err
-}
-
-// printDeploySummary prints each host's time against the analytic lower bound.
-func printDeploySummary(w io.Writer, res deploy.Result, err error) {
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "%-10s %-8s %9s %9s %6s  %s\n", "host", "result", "took", "bound", "ratio", "phases")
-	for _, h := range res.Hosts {
-		result := "ok"
-		switch {
-		case h.RolledBack:
-			result = "rollback"
-		case !h.OK:
-			result = "FAILED"
-		}
-		var ph []string
-		for _, p := range h.Phases {
-			ph = append(ph, fmt.Sprintf("%s %.2fs", p.Phase, p.Seconds))
-		}
-		ratio := "-"
-		if h.BoundSeconds > 0 {
-			ratio = fmt.Sprintf("%.2f", h.Seconds/h.BoundSeconds)
-		}
-		fmt.Fprintf(w, "%-10s %-8s %8.2fs %8.2fs %6s  %s\n", h.Host, result, h.Seconds, h.BoundSeconds, ratio, strings.Join(ph, ", "))
-	}
-	b := res.Bound
-	fmt.Fprintf(w, "bound per host = drain %.2fs + stop %.2fs + start %.2fs + healthy %.2fs + verify %.2fs: the least any deploy of these numbers can take (%s)\n",
-		b.Drain.Seconds(), b.Stop.Seconds(), b.Start.Seconds(), b.Healthy.Seconds(), b.Verify.Seconds(), b.Explain())
-	if err == nil {
-		fmt.Fprintf(w, "deployed %s to %d hosts in %.2fs, verified on every host\n", res.Version, len(res.Hosts), res.Seconds)
-	} else if len(res.RolledBack) > 0 {
-		fmt.Fprintf(w, "deploy of %s failed; the fleet was rolled back: %s\n", res.Version, strings.Join(res.RolledBack, ", "))
-	}
-}
-
-// dropWriter writes to w until a write fails (a closed pipe), then drops
-// everything: losing the reader must not stop a deploy halfway.
-type dropWriter struct {
-	w      io.Writer
-	mu     sync.Mutex
-	broken bool
-}
-
-func (d *dropWriter) Write(p []byte) (int, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.broken {
-		return len(p), nil
-	}
-	if _, err := d.w.Write(p); err != nil {
-		d.broken = true
-	}
-	return len(p), nil
-}
-
-// unwrapDrop returns the writer behind a dropWriter.
-func unwrapDrop(w io.Writer) io.Writer {
-	if d, ok := w.(*dropWriter); ok {
-		return d.w
-	}
-	return w
-}
-
-// localImageExists asks the local Docker engine whether it has image; the
-// deploy's preflight calls it for hosts whose agent runs on this machine
-// with the Docker runtime.
-func localImageExists(ctx context.Context, image string) error {
-	cli, err := docker.Connect(ctx, "")
-	if err != nil {
-		return fmt.Errorf("cannot ask the Docker engine: %w", err)
-	}
-	defer cli.Close()
-	if _, err := cli.ImageInspect(ctx, image); err != nil {
-		return fmt.Errorf("the Docker engine does not have it (build or pull it first): %w", err)
-	}
-	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/mythex/mythex/internal/auth"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/history"
+	"github.com/mythex/mythex/internal/termui"
 )
 
 type historyFlags struct {
@@ -105,7 +106,7 @@ func runHistory(ctx context.Context, cfg *fleet.Loaded, f historyFlags, out, err
 		}
 		fmt.Fprintf(out, "%s\n", b)
 	} else {
-		writeHistory(out, deploys)
+		termui.WriteHistory(out, deploys)
 	}
 	if len(unread) > 0 {
 		fmt.Fprintf(errOut, "could not read the history of: %s\n", strings.Join(unread, "; "))
@@ -120,29 +121,4 @@ func readHostHistory(ctx context.Context, pool *agentconn.Pool, cfg *fleet.Loade
 		return nil, err
 	}
 	return c.History(ctx, limit)
-}
-
-func writeHistory(w io.Writer, deploys []history.Deploy) {
-	if len(deploys) == 0 {
-		fmt.Fprintln(w, "no deploys recorded yet")
-		return
-	}
-	for _, d := range deploys {
-		from := strings.Join(d.From, "+")
-		if from == "" {
-			from = "(nothing)"
-		}
-		fmt.Fprintf(w, "%s  %-8s %-11s %s → %s  %s  (%s, %s)\n", d.Started.Local().Format("2006-01-02 15:04:05"), d.Kind, d.Result,
-			from, d.To, d.Who, d.Ended.Sub(d.Started).Round(100*time.Millisecond), d.ID)
-		for _, h := range d.Hosts {
-			var ph []string
-			for _, p := range h.Phases {
-				ph = append(ph, fmt.Sprintf("%s %.2fs", p.Phase, p.Seconds))
-			}
-			fmt.Fprintf(w, "    %-10s %-11s %s\n", h.Host, h.HostResult, strings.Join(ph, " · "))
-		}
-		if d.Error != "" {
-			fmt.Fprintf(w, "    why: %s\n", d.Error)
-		}
-	}
 }

@@ -71,7 +71,7 @@ State changes are logged; requests are not. SIGINT or SIGTERM shut it down clean
       --target-group-arn arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/mythex/6d79746865786c62`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := fleet.Load(file)
+			cfg, err := loadFleet(file)
 			if err != nil {
 				return err
 			}

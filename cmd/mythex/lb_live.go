@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -59,26 +58,13 @@ func lbExit(err error) error {
 	return err
 }
 
-// liveJSON is the shape of `mythex check --live --json`.
-type liveJSON struct {
-	File  string               `json:"file"`
-	Kind  string               `json:"kind"`
-	OK    bool                 `json:"ok"`
-	Drift []fleetlb.Difference `json:"drift"`
-	// Check is `mythex check --json` on the live numbers.
-	Check json.RawMessage `json:"check"`
-}
-
 // runCheckLive is `mythex check --live`: the invariants on the live target
 // group's numbers, and every field where it differs from the file. Exit 1
 // when an invariant fails or anything differs.
 func runCheckLive(cmd *cobra.Command, file, tokenFile string, asJSON bool) error {
-	l, err := fleet.Load(file)
+	l, err := loadFleet(file)
 	if err != nil {
-		if errors.Is(err, fleet.ErrInvalid) {
-			return err
-		}
-		return withCode(exitBadUse, err)
+		return err
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), liveCallTimeout)
 	defer cancel()
@@ -101,13 +87,8 @@ func runCheckLive(cmd *cobra.Command, file, tokenFile string, asJSON bool) error
 		if err := termui.WriteCheckJSON(&b, file, rep); err != nil {
 			return err
 		}
-		v := liveJSON{File: file, Kind: l.LoadBalancer.Kind, OK: rep.OK() && len(drift) == 0, Drift: drift, Check: b.Bytes()}
-		if v.Drift == nil {
-			v.Drift = []fleetlb.Difference{}
-		}
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(v); err != nil {
+		v := termui.LiveCheckJSON{File: file, Kind: l.LoadBalancer.Kind, OK: rep.OK() && len(drift) == 0, Drift: drift, Check: b.Bytes()}
+		if err := termui.WriteJSON(out, v); err != nil {
 			return err
 		}
 	} else {
@@ -120,14 +101,6 @@ func runCheckLive(cmd *cobra.Command, file, tokenFile string, asJSON bool) error
 		return silentExit(exitFailed)
 	}
 	return nil
-}
-
-// applyJSON is the shape of `mythex lb apply --json`.
-type applyJSON struct {
-	File    string               `json:"file"`
-	DryRun  bool                 `json:"dry_run"`
-	Applied bool                 `json:"applied"`
-	Changes []fleetlb.Difference `json:"changes"`
 }
 
 func newLBApplyCmd() *cobra.Command {
@@ -160,12 +133,9 @@ call, 2 bad input or refused credentials (nothing changed).`,
   mythex lb apply -f mythex.yml --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := fleet.Load(file)
+			l, err := loadFleet(file)
 			if err != nil {
-				if errors.Is(err, fleet.ErrInvalid) {
-					return err
-				}
-				return withCode(exitBadUse, err)
+				return err
 			}
 			if rep := timing.Check(l.Config); !rep.OK() {
 				return usagef("%s fails mythex check (%s): apply refuses numbers that break the timing model; run mythex check -f %s",
@@ -194,27 +164,10 @@ call, 2 bad input or refused credentials (nothing changed).`,
 				}
 				applied = true
 			}
-			out := cmd.OutOrStdout()
 			if asJSON {
-				if changes == nil {
-					changes = []fleetlb.Difference{}
-				}
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(applyJSON{File: file, DryRun: dryRun, Applied: applied, Changes: changes})
+				return termui.WriteJSON(cmd.OutOrStdout(), termui.LBApplyJSON{File: file, DryRun: dryRun, Applied: applied, Changes: changes})
 			}
-			switch {
-			case len(changes) == 0:
-				fmt.Fprintln(out, "the live target group already matches mythex.yml: nothing to change")
-				return nil
-			case dryRun:
-				fmt.Fprintf(out, "would change %d field(s) (--dry-run: nothing changed):\n", len(changes))
-			default:
-				fmt.Fprintf(out, "changed %d field(s):\n", len(changes))
-			}
-			for _, c := range changes {
-				fmt.Fprintf(out, "  %s: %s → %s\n", c.Field, c.Live, c.File)
-			}
+			termui.WriteLBApply(cmd.OutOrStdout(), changes, dryRun)
 			return nil
 		},
 	}

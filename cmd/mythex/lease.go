@@ -13,7 +13,6 @@ import (
 
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/auth"
-	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/termui"
 )
 
@@ -141,7 +140,7 @@ func runLeaseStatus(ctx context.Context, conn agentConnFlags, out io.Writer) err
 			return usagef("agent token: %v", err)
 		}
 		token = t
-		cfg, err := fleet.Load(conn.file)
+		cfg, err := loadFleet(conn.file)
 		if err != nil {
 			return err
 		}
@@ -149,26 +148,16 @@ func runLeaseStatus(ctx context.Context, conn agentConnFlags, out io.Writer) err
 			targets = append(targets, target{h.Name, h.Agent})
 		}
 	}
-	var rows []termui.LeaseRow
-	ask := func(c *agentapi.Client, name string) termui.LeaseRow {
-		row := termui.LeaseRow{Host: name, Agent: c.Base()}
-		st, err := c.Status(ctx)
-		if err != nil {
-			row.Error = err.Error()
-			return row
-		}
-		row.Lease, row.FleetLease, row.Restore, row.Recovery = st.Lease, st.FleetLease, st.Restore, st.Recovery
-		return row
-	}
+	var rows []agentapi.HostLeases
 	if targets == nil {
 		c, name, err := conn.client()
 		if err != nil {
 			return err
 		}
-		rows = append(rows, ask(c, name))
+		rows = append(rows, agentapi.AskLeases(ctx, c, name))
 	} else {
 		for _, t := range targets {
-			rows = append(rows, ask(agentapi.NewClient(t.addr, token, &http.Client{Timeout: 30 * time.Second}), t.name))
+			rows = append(rows, agentapi.AskLeases(ctx, agentapi.NewClient(t.addr, token, &http.Client{Timeout: 30 * time.Second}), t.name))
 		}
 	}
 	var failed []string

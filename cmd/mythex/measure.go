@@ -191,43 +191,19 @@ func runMeasure(ctx context.Context, o measureOptions, argv []string, mio measur
 	}
 	cfg = p.Config()
 
-	what := fmt.Sprintf("for %s", cfg.Duration)
-	if withCommand {
-		what = fmt.Sprintf("while %s runs, then %s", strings.Join(argv, " "), o.tail)
-	}
 	if !o.quiet {
-		fmt.Fprintf(mio.stderr, "measuring %s %s at %g req/s %s (timeout %s, max in flight %d)\n",
-			cfg.Method, cfg.URL, cfg.Rate, what, cfg.Timeout, cfg.MaxInFlight)
+		fmt.Fprintln(mio.stderr, probe.HeaderLine(cfg, argv, o.tail))
 		fmt.Fprintln(mio.stderr, probe.TimelineHeader())
 	}
-
 	rec.ProbeStarted(cfg.URL, cfg.Rate)
-	probeStart := time.Now() // the timeline's second 0: request 0 is due at Start
-	if err := p.Start(ctx); err != nil {
-		return fmt.Errorf("start probe: %w", err)
+	run := probe.While{Path: cmdPath, Argv: argv, Tail: o.tail, Stdin: mio.stdin, Stdout: mio.stdout, Stderr: mio.stderr}
+	if o.jsonOut {
+		run.Stdout = mio.stderr // keep stdout for the JSON report
 	}
-	var cmdResult *probe.CommandResult
-	if withCommand {
-		cmdOut := mio.stdout
-		if o.jsonOut {
-			cmdOut = mio.stderr // keep stdout for the JSON report
-		}
-		cmdResult = probe.RunCommand(ctx, cmdPath, argv, probeStart, mio.stdin, cmdOut, mio.stderr)
-		t := time.NewTimer(o.tail)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-		}
-		t.Stop()
-	} else {
-		select {
-		case <-p.Done():
-		case <-ctx.Done():
-		}
+	report, interrupted, err := probe.Measure(ctx, p, run)
+	if err != nil {
+		return err
 	}
-	report := p.Stop()
-	report.Command = cmdResult
-	interrupted := ctx.Err() != nil
 	rec.ProbeStopped(report)
 	if o.report != "" {
 		if err := writeReport(o.report, rec.Recording(), mio.stderr); err != nil {
@@ -243,9 +219,8 @@ func runMeasure(ctx context.Context, o measureOptions, argv []string, mio measur
 	} else if err := probe.WriteSummary(mio.stdout, &report, style); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	if late := pctOf(report.LateSends, report.Requests); late > 1 {
-		fmt.Fprintf(mio.stderr, "warning: %.1f%% of sends left more than %s behind schedule (machine busy?); latency is still measured from the scheduled time\n",
-			late, cfg.LateTolerance)
+	if w := probe.LateWarning(&report, cfg.LateTolerance); w != "" {
+		fmt.Fprintln(mio.stderr, w)
 	}
 	if !o.jsonOut {
 		fmt.Fprintln(mio.stdout, v.Line())
@@ -257,13 +232,6 @@ func runMeasure(ctx context.Context, o measureOptions, argv []string, mio measur
 		return withCode(exitFailed, errors.New(v.Message))
 	}
 	return withCode(exitUnknown, errors.New(v.Message))
-}
-
-func pctOf(n, of int64) float64 {
-	if of == 0 {
-		return 0
-	}
-	return float64(n) * 100 / float64(of)
 }
 
 // measureGCPercent is the GOGC mythex measure runs with unless $GOGC is set.

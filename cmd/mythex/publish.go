@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -369,7 +367,7 @@ interrupted.`,
 			if strategy == "auto" {
 				strat = ""
 			}
-			abort, stopSignals := secondSignal(cmd.Context())
+			abort, stopSignals := publish.SecondSignal(cmd.Context())
 			defer stopSignals()
 			res, err := g.Publish(cmd.Context(), publish.Request{App: app, Config: cfg, Machines: machines,
 				Strategy: strat, Health: publish.Health{Path: healthPath, AppURL: healthURL},
@@ -461,34 +459,4 @@ func publishErr(err error) error {
 		return withCode(exitUnknown, fmt.Errorf("unknown: the load balancer could not be driven (%w); the serving release was not touched", err))
 	}
 	return err
-}
-
-// secondSignal returns a channel closed on the second SIGINT/SIGTERM of a
-// publish: the first one ends ctx (the root command's signal context) and
-// the gate finishes safely; the second closes the channel and the gate stops
-// at once. stop unregisters.
-func secondSignal(ctx context.Context) (<-chan struct{}, func()) {
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-	abort := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		n := 0
-		if ctx.Err() != nil {
-			n = 1 // the first signal already ended ctx
-		}
-		for {
-			select {
-			case <-ch:
-				n++
-				if n >= 2 {
-					close(abort)
-					return
-				}
-			case <-done:
-				return
-			}
-		}
-	}()
-	return abort, func() { signal.Stop(ch); close(done) }
 }

@@ -32,8 +32,6 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 // withCode wraps err so that mythex exits with code.
-//
-//lint:ignore U1000 used by subcommands as they land
 func withCode(code int, err error) error {
 	if err == nil {
 		return nil
@@ -43,8 +41,6 @@ func withCode(code int, err error) error {
 
 // silentExit makes mythex exit with code without printing anything more: the
 // subcommand has already reported.
-//
-//lint:ignore U1000 used by subcommands as they land
 func silentExit(code int) error { return &exitError{code: code} }
 
 func newRootCmd() *cobra.Command {
@@ -138,14 +134,22 @@ func isUsageError(err error) bool {
 	return errors.As(err, &ue)
 }
 
+// loadFleet loads the fleet config at path; any error (unreadable file,
+// invalid field) is bad input: exit 2, naming file, line and field.
+func loadFleet(path string) (*fleet.Loaded, error) {
+	l, err := fleet.Load(path)
+	if err != nil {
+		return nil, withCode(exitBadUse, err)
+	}
+	return l, nil
+}
+
 // usageError marks bad command-line use (exit 2).
 type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
 // usagef returns a usage error (exit 2) with a formatted message.
-//
-//lint:ignore U1000 used by subcommands as they land
 func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }

@@ -1,6 +1,7 @@
 package termui
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 
@@ -29,4 +30,57 @@ func WriteDrift(w io.Writer, lbc fleet.LoadBalancer, drift []fleetlb.Difference)
 	}
 	fmt.Fprintln(w, "  (mythex lb apply -f FILE sets the file's numbers; the check below is on the live ones)")
 	fmt.Fprintln(w)
+}
+
+// LiveCheckJSON is the shape of `mythex check --live --json`.
+type LiveCheckJSON struct {
+	File  string               `json:"file"`
+	Kind  string               `json:"kind"`
+	OK    bool                 `json:"ok"`
+	Drift []fleetlb.Difference `json:"drift"`
+	// Check is `mythex check --json` on the live numbers.
+	Check json.RawMessage `json:"check"`
+}
+
+// MarshalJSON writes Drift as [] when there is none.
+func (l LiveCheckJSON) MarshalJSON() ([]byte, error) {
+	type plain LiveCheckJSON
+	if l.Drift == nil {
+		l.Drift = []fleetlb.Difference{}
+	}
+	return json.Marshal(plain(l))
+}
+
+// LBApplyJSON is the shape of `mythex lb apply --json`.
+type LBApplyJSON struct {
+	File    string               `json:"file"`
+	DryRun  bool                 `json:"dry_run"`
+	Applied bool                 `json:"applied"`
+	Changes []fleetlb.Difference `json:"changes"`
+}
+
+// MarshalJSON writes Changes as [] when there are none.
+func (a LBApplyJSON) MarshalJSON() ([]byte, error) {
+	type plain LBApplyJSON
+	if a.Changes == nil {
+		a.Changes = []fleetlb.Difference{}
+	}
+	return json.Marshal(plain(a))
+}
+
+// WriteLBApply writes `mythex lb apply`: the fields changed (or that would
+// change, with dryRun), live → file, or that nothing had to.
+func WriteLBApply(w io.Writer, changes []fleetlb.Difference, dryRun bool) {
+	switch {
+	case len(changes) == 0:
+		fmt.Fprintln(w, "the live target group already matches mythex.yml: nothing to change")
+		return
+	case dryRun:
+		fmt.Fprintf(w, "would change %d field(s) (--dry-run: nothing changed):\n", len(changes))
+	default:
+		fmt.Fprintf(w, "changed %d field(s):\n", len(changes))
+	}
+	for _, c := range changes {
+		fmt.Fprintf(w, "  %s: %s → %s\n", c.Field, c.Live, c.File)
+	}
 }

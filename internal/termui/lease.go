@@ -10,20 +10,9 @@ import (
 	"github.com/mythex/mythex/internal/agentapi"
 )
 
-// LeaseRow is one host's answer in `mythex lease status` (its --json shape).
-type LeaseRow struct {
-	Host       string                  `json:"host"`
-	Agent      string                  `json:"agent"`
-	Lease      *agentapi.Lease         `json:"lease,omitempty"`
-	FleetLease *agentapi.Lease         `json:"fleet_lease,omitempty"`
-	Restore    *agentapi.RestoreStatus `json:"restore,omitempty"`
-	Recovery   *agentapi.Recovery      `json:"recovery,omitempty"`
-	Error      string                  `json:"error,omitempty"`
-}
-
 // WriteLeases writes `mythex lease status` as a table: one line per lease
 // of each host, its time left at now, and whether the host is restored.
-func WriteLeases(out io.Writer, rows []LeaseRow, now time.Time) {
+func WriteLeases(out io.Writer, rows []agentapi.HostLeases, now time.Time) {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOST\tLEASE\tHOLDER\tLEFT\tRENEWED\tSTEP\tRESTORES TO\tHOST STATE")
 	for _, r := range rows {
