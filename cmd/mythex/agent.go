@@ -16,9 +16,7 @@ import (
 	"github.com/mythex/mythex/internal/agent"
 	"github.com/mythex/mythex/internal/auth"
 	"github.com/mythex/mythex/internal/fleet"
-	"github.com/mythex/mythex/internal/lbapi"
-	"github.com/mythex/mythex/internal/lbport/embedded"
-	"github.com/mythex/mythex/internal/lbport/fleetlb"
+	"github.com/mythex/mythex/internal/lbport/haproxy/deploylb"
 	"github.com/mythex/mythex/internal/runtime"
 	"github.com/mythex/mythex/internal/runtime/docker"
 	"github.com/mythex/mythex/internal/runtime/process"
@@ -169,27 +167,15 @@ func runAgent(ctx context.Context, f agentFlags, log *slog.Logger) error {
 		if f.listen == "" {
 			f.listen = h.Agent
 		}
-		switch {
-		case f.noLB:
-		case cfg.LoadBalancer.Kind == fleet.KindEmbedded:
-			lbToken, err := auth.LoadToken(firstNonEmpty(f.lbTokenFile, cfg.LoadBalancer.AdminTokenFile), lbTokenEnv)
-			if err != nil {
-				return usagef("load balancer admin token: %v (or run with --no-lb)", err)
-			}
-			ref := fleetlb.Ref(cfg.LoadBalancer, h)
-			rec = agent.Recovery{LB: embedded.New(lbapi.NewClient(adminURL(cfg.LoadBalancer.AdminListen), lbToken, nil)), TargetID: ref.ID, TargetAddress: ref.Address}
-		case cfg.LoadBalancer.Kind == fleet.KindALB:
-			// The host's own AWS credentials (instance role) re-register it.
-			d, err := fleetlb.Open(ctx, cfg.LoadBalancer, fleetlb.Options{})
+		if !f.noLB {
+			d, ref, err := deploylb.RecoveryDriver(ctx, cfg, h, func() (string, error) {
+				return auth.LoadToken(firstNonEmpty(f.lbTokenFile, cfg.AdminTokenPath()), lbTokenEnv)
+			})
 			if err != nil {
 				return usagef("load balancer: %v (or run with --no-lb)", err)
 			}
-			ref := fleetlb.Ref(cfg.LoadBalancer, h)
-			rec = agent.Recovery{LB: d, TargetID: ref.ID, TargetAddress: ref.Address}
-		case cfg.LoadBalancer.Kind == fleet.KindHAProxy:
-			var err error
-			if rec, err = haproxyRecovery(cfg, h); err != nil {
-				return err
+			if d != nil {
+				rec = agent.Recovery{LB: d, TargetID: ref.ID, TargetAddress: ref.Address}
 			}
 		}
 	}
@@ -217,13 +203,7 @@ func runAgent(ctx context.Context, f agentFlags, log *slog.Logger) error {
 	}
 	var wdPolicy *watchdog.Policy
 	if !f.noWatchdog {
-		if f.watchdogInterval != 0 {
-			policy.Interval = f.watchdogInterval
-		}
-		if f.watchdogFailures != 0 {
-			policy.FailuresBeforeHeal = f.watchdogFailures
-		}
-		policy = policy.WithDefaults()
+		policy = policy.Override(f.watchdogInterval, f.watchdogFailures)
 		if err := policy.Validate(); err != nil {
 			return usagef("--watchdog-interval/--watchdog-failures: %v", err)
 		}
@@ -267,13 +247,9 @@ func newRuntime(ctx context.Context, f agentFlags, stateDir string, log *slog.Lo
 	case "process":
 		return process.New(process.Options{StateDir: filepath.Join(stateDir, "runtime"), Logger: log})
 	case "docker":
-		labels := map[string]string{}
-		for _, l := range f.dockerLabels {
-			k, v, ok := strings.Cut(l, "=")
-			if !ok || k == "" {
-				return nil, usagef("--docker-label %q: write KEY=VALUE", l)
-			}
-			labels[k] = v
+		labels, err := keyValues("--docker-label", f.dockerLabels)
+		if err != nil {
+			return nil, err
 		}
 		d, err := docker.Open(ctx, f.dockerHost, docker.Options{StateDir: filepath.Join(stateDir, "runtime"), Host: f.host, Labels: labels, Logger: log})
 		if errors.Is(err, docker.ErrNoEngine) {
@@ -294,6 +270,3 @@ func firstNonEmpty(ss ...string) string {
 	}
 	return ""
 }
-
-// adminURL turns a listen address into the admin API's base URL.
-func adminURL(listen string) string { return "http://" + listen }

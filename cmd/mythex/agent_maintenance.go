@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/user"
 	"strings"
 	"time"
 
@@ -134,7 +133,7 @@ Without a subcommand it shows the maintenance window in force.`,
 			}
 			by := on.by
 			if by == "" {
-				by = whoAmI()
+				by = auth.WhoAmI()
 			}
 			rep, err := c.SetMaintenance(cmd.Context(), on.d, on.reason, by)
 			if err != nil {
@@ -159,7 +158,7 @@ Without a subcommand it shows the maintenance window in force.`,
 			if err != nil {
 				return err
 			}
-			rep, err := c.EndMaintenance(cmd.Context(), whoAmI())
+			rep, err := c.EndMaintenance(cmd.Context(), auth.WhoAmI())
 			if err != nil {
 				return agentErr(err)
 			}
@@ -213,14 +212,4 @@ func agentErr(err error) error {
 
 func isBadRequest(err error) bool {
 	return err != nil && (errors.Is(err, agentapi.ErrBadRequest) || errors.Is(err, agentapi.ErrUnauthorized) || errors.Is(err, agentapi.ErrUnreachable))
-}
-
-// whoAmI is user@host, for the record of who turned maintenance on or off.
-func whoAmI() string {
-	name := os.Getenv("USER")
-	if u, err := user.Current(); err == nil && name == "" {
-		name = u.Username
-	}
-	host, _ := os.Hostname()
-	return name + "@" + host
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/mythex/mythex/internal/nativecfg"
 	"github.com/mythex/mythex/internal/nativecfg/inputs"
 	"github.com/mythex/mythex/internal/termui"
-	"github.com/mythex/mythex/internal/timing"
 )
 
 // Output formats of `mythex check PATH...`.
@@ -43,10 +42,7 @@ func runNativeCheck(out io.Writer, stdin io.Reader, paths []string, o nativeOpts
 			inputs.ErrNotUnderstood, strings.Join(paths, " "), termui.DescribeSet(set)))
 	}
 	verdicts := nativecfg.JudgeAll(subs)
-	worst := timing.Pass
-	for _, v := range verdicts {
-		worst = max(worst, v.Level)
-	}
+	worst := nativecfg.Worst(verdicts)
 	switch o.format {
 	case formatJSON:
 		err = termui.WriteNativeJSON(out, set, verdicts, worst, o.strict)
@@ -58,7 +54,7 @@ func runNativeCheck(out io.Writer, stdin io.Reader, paths []string, o nativeOpts
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	if worst == timing.Fail || (o.strict && worst == timing.Marginal) {
+	if nativecfg.Fails(worst, o.strict) {
 		return silentExit(exitFailed)
 	}
 	return nil

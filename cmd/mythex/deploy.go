@@ -173,7 +173,7 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 	var lbToken string
 	// An ALB takes the AWS SDK's credentials; HAProxy's Runtime API has no token.
 	if cfg.LoadBalancer.Kind != fleet.KindALB && cfg.LoadBalancer.Kind != fleet.KindHAProxy {
-		if lbToken, err = auth.LoadToken(firstNonEmpty(f.lbTokenFile, cfg.LoadBalancer.AdminTokenFile), lbTokenEnv); err != nil {
+		if lbToken, err = auth.LoadToken(firstNonEmpty(f.lbTokenFile, cfg.AdminTokenPath()), lbTokenEnv); err != nil {
 			return deploy.Result{}, usagef("load balancer token: %v", err)
 		}
 	}
@@ -189,7 +189,7 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 	}
 	holder := f.holder
 	if holder == "" {
-		holder = fmt.Sprintf("deploy %s by %s", f.version, whoAmI())
+		holder = fmt.Sprintf("deploy %s by %s", f.version, auth.WhoAmI())
 	}
 	mode := termui.Plain
 	switch {
@@ -212,11 +212,7 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 	if f.report != "" || f.measureURL != "" {
 		rec = deployrec.New("mythex "+strings.Join(os.Args[1:], " "), nil)
 		rec.SetFleet(cfg.Config)
-		var hosts []string
-		for _, h := range cfg.Hosts {
-			hosts = append(hosts, h.Name)
-		}
-		rec.BeginDeploy("", f.version, hosts)
+		rec.BeginDeploy("", f.version, cfg.HostNames())
 	}
 	o.Holder, o.Observer, o.AllowDowntime = holder, rec.Observe(r), f.allowDowntime
 	if len(f.targetServices) > 0 {

@@ -6,10 +6,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/mythex/mythex/internal/agent"
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/fleet"
-	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/lbport/haproxy/deploylb"
 )
 
@@ -30,28 +28,4 @@ func deployOptions(ctx context.Context, cfg *fleet.Loaded, version, agentToken, 
 			strings.Join(rep.NoCheck, ", "))
 	}
 	return o, nil
-}
-
-// haproxyRecovery is the agent's lease-expiry recovery behind HAProxy: once
-// the host is back on its last good definition, its server is set ready
-// again through the Runtime API (a deploy that died mid-host left it
-// drained). Without load_balancer.runtime_api there is none.
-func haproxyRecovery(cfg *fleet.Loaded, h fleet.Host) (agent.Recovery, error) {
-	if cfg.LoadBalancer.RuntimeAPI == "" {
-		return agent.Recovery{}, nil
-	}
-	d, err := deploylb.NewDriver(cfg)
-	if err != nil {
-		return agent.Recovery{}, err
-	}
-	return agent.Recovery{LB: deploylb.LB{Driver: d, Targets: map[string]string{h.Name: h.Target}}, TargetID: h.Name, TargetAddress: h.Target}, nil
-}
-
-// haproxyStatusDriver is the driver `mythex status` reads HAProxy through.
-func haproxyStatusDriver(cfg *fleet.Loaded) (lbport.Driver, error) {
-	d, err := deploylb.NewDriver(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return d, nil
 }

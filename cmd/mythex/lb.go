@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -105,13 +104,7 @@ State changes are logged; requests are not. SIGINT or SIGTERM shut it down clean
 			if !auth.IsLoopback(lbc.AdminListen) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: the admin API serves plain HTTP on %s (--insecure-plaintext): its token, which can take every target out of rotation, crosses the network in clear\n", lbc.AdminListen)
 			}
-			if tokenFile == "" && lbc.AdminTokenFile != "" {
-				tokenFile = lbc.AdminTokenFile
-				if !filepath.IsAbs(tokenFile) {
-					tokenFile = filepath.Join(cfg.Dir(), tokenFile)
-				}
-			}
-			token, err := auth.LoadAdminToken(tokenFile, lbTokenEnv, "--token-file or load_balancer.admin_token_file")
+			token, err := auth.LoadAdminToken(firstNonEmpty(tokenFile, cfg.AdminTokenPath()), lbTokenEnv, "--token-file or load_balancer.admin_token_file")
 			if err != nil {
 				if errors.Is(err, auth.ErrNoToken) || errors.Is(err, auth.ErrShortToken) {
 					return usagef("the admin API needs a bearer token of at least %d bytes: %v", auth.MinTokenBytes, err)

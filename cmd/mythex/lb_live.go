@@ -28,7 +28,7 @@ const liveCallTimeout = 2 * time.Minute
 func openLB(ctx context.Context, cfg *fleet.Loaded, tokenFile string) (lbport.Driver, error) {
 	var o fleetlb.Options
 	if cfg.LoadBalancer.Kind == fleet.KindEmbedded {
-		tok, err := auth.LoadToken(firstNonEmpty(tokenFile, cfg.LoadBalancer.AdminTokenFile), lbTokenEnv)
+		tok, err := auth.LoadToken(firstNonEmpty(tokenFile, cfg.AdminTokenPath()), lbTokenEnv)
 		if err != nil {
 			return nil, withCode(exitBadUse, err)
 		}

@@ -85,7 +85,7 @@ of its TTL: a deploy that is alive. --force breaks it anyway.`,
 			}
 			by := br.by
 			if by == "" {
-				by = whoAmI()
+				by = auth.WhoAmI()
 			}
 			st, err := c.Status(cmd.Context())
 			if err != nil {

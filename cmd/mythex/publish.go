@@ -65,15 +65,10 @@ func defaultStateDir() string {
 func (t *publishTarget) openPlatform() (platform.Platform, func(), error) {
 	switch t.platform {
 	case "local":
-		url, token, err := t.localEndpoint()
-		if err != nil {
-			return nil, nil, err
-		}
-		// The daemon runs on this host (loopback only): its images are
-		// executables here, checked before any machine changes.
-		c, err := fly.New(fly.Options{BaseURL: url, Token: token, PrivateAddresses: true, Name: "local", Retries: 1,
-			CheckImage: func(_ context.Context, image string) error { return local.CheckImage(image) }})
-		if err != nil {
+		c, err := local.Dial(t.stateDir, t.localAPI)
+		if errors.Is(err, local.ErrNotRunning) {
+			return nil, nil, usagef("%v: start it with `mythex publish local-platform --state-dir %s`, or pick --platform fly|docker", err, t.stateDir)
+		} else if err != nil {
 			return nil, nil, usagef("local platform: %v", err)
 		}
 		return c, func() {}, nil
@@ -97,22 +92,6 @@ func (t *publishTarget) openPlatform() (platform.Platform, func(), error) {
 		return p, func() { p.Close() }, nil
 	}
 	return nil, nil, usagef("--platform %q: use local, fly or docker", t.platform)
-}
-
-// localEndpoint finds the local platform daemon's URL and token.
-func (t *publishTarget) localEndpoint() (string, string, error) {
-	info, err := local.ReadEndpoint(t.stateDir)
-	if t.localAPI != "" {
-		if err != nil {
-			return "", "", usagef("--local-api %s: no token: %v", t.localAPI, err)
-		}
-		return t.localAPI, info.Token, nil
-	}
-	if err != nil {
-		return "", "", usagef("the local platform is not running for state dir %s (%v): start it with `mythex publish local-platform --state-dir %s`, or pick --platform fly|docker",
-			t.stateDir, err, t.stateDir)
-	}
-	return info.URL, info.Token, nil
 }
 
 func (t *publishTarget) openStore() (*publish.Store, error) {
@@ -422,15 +401,9 @@ func releaseConfig(image string, env, args []string, policy string, maxRetries, 
 	} else if retriesSet {
 		return cfg, usagef("--max-retries applies only to --restart-policy on-failure (got %s)", policy)
 	}
-	for _, kv := range env {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return cfg, usagef("--env %q: give KEY=VALUE", kv)
-		}
-		if cfg.Env == nil {
-			cfg.Env = map[string]string{}
-		}
-		cfg.Env[k] = v
+	var err error
+	if cfg.Env, err = keyValues("--env", env); err != nil {
+		return cfg, err
 	}
 	if maxRetries < 0 {
 		return cfg, usagef("--max-retries %d: give 0 or more", maxRetries)

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -66,38 +64,13 @@ that were running.`,
 				return err
 			}
 			defer sup.Close()
-			token, err := local.NewToken()
+			err = local.Serve(cmd.Context(), stateDir, listen, func(token string) http.Handler { return fly.NewHandler(sup, token) }, func(e local.Endpoint) {
+				log.Info("local platform serving", "api", e.URL, "state_dir", stateDir, "max_events", maxEvents)
+				fmt.Fprintf(cmd.OutOrStdout(), "local platform API on %s (state dir %s)\n", e.URL, stateDir)
+			})
 			if err != nil {
 				return err
 			}
-			tokenPath, err := local.WriteToken(stateDir, token)
-			if err != nil {
-				return err
-			}
-			l, err := net.Listen("tcp", listen)
-			if err != nil {
-				return fmt.Errorf("listen %s: %w", listen, err)
-			}
-			srv := &http.Server{Handler: fly.NewHandler(sup, token), ReadHeaderTimeout: 10 * time.Second}
-			info := local.Endpoint{URL: "http://" + l.Addr().String(), TokenFile: tokenPath, PID: os.Getpid()}
-			unannounce, err := local.WriteEndpoint(stateDir, info)
-			if err != nil {
-				l.Close()
-				return err
-			}
-			defer unannounce()
-			log.Info("local platform serving", "api", info.URL, "state_dir", stateDir, "max_events", maxEvents)
-			fmt.Fprintf(cmd.OutOrStdout(), "local platform API on %s (state dir %s)\n", info.URL, stateDir)
-			errc := make(chan error, 1)
-			go func() { errc <- srv.Serve(l) }()
-			select {
-			case <-cmd.Context().Done():
-			case err := <-errc:
-				return err
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(ctx)
 			log.Info("local platform stopping its machines")
 			return nil
 		},

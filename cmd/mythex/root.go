@@ -144,6 +144,23 @@ func loadFleet(path string) (*fleet.Loaded, error) {
 	return l, nil
 }
 
+// keyValues parses repeated KEY=VALUE flag values; nil for none. A value
+// without "=" or with an empty key is bad input naming flag.
+func keyValues(flag string, kvs []string) (map[string]string, error) {
+	var m map[string]string
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usagef("%s %q: give KEY=VALUE", flag, kv)
+		}
+		if m == nil {
+			m = map[string]string{}
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
 // usageError marks bad command-line use (exit 2).
 type usageError struct{ msg string }
 

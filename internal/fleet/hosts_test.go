@@ -29,3 +29,20 @@ func TestConfig_Host(t *testing.T) {
 		t.Errorf("HostNames = %v", got)
 	}
 }
+
+func TestLoaded_AdminTokenPath(t *testing.T) {
+	cases := []struct{ name, file, want string }{
+		{"unset", "", ""},
+		{"relative to mythex.yml", "secrets/lb.token", "/etc/fleet/secrets/lb.token"},
+		{"absolute", "/run/lb.token", "/run/lb.token"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &Loaded{Path: "/etc/fleet/mythex.yml"}
+			l.LoadBalancer.AdminTokenFile = tc.file
+			if got := l.AdminTokenPath(); got != tc.want {
+				t.Errorf("AdminTokenPath = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

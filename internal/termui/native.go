@@ -202,7 +202,7 @@ type relationJSON struct {
 // WriteNativeJSON writes `mythex check PATH... --format json`; worst is the
 // worst level of vs.
 func WriteNativeJSON(w io.Writer, set *inputs.Set, vs []nativecfg.Verdict, worst timing.Level, strict bool) error {
-	out := nativeJSON{OK: worst != timing.Fail && !(strict && worst == timing.Marginal), Level: worst.String(), Strict: strict,
+	out := nativeJSON{OK: !nativecfg.Fails(worst, strict), Level: worst.String(), Strict: strict,
 		Recognised: DescribeSet(set), Skipped: set.Skipped, Units: []unitJSON{}}
 	for _, v := range vs {
 		u := unitJSON{Platform: v.Subject.Platform, Name: v.Subject.Name, File: v.Subject.File, Level: v.Level.String(),

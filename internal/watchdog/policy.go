@@ -51,6 +51,18 @@ func PolicyFrom(w fleet.Watchdog) Policy {
 	return Policy{Interval: w.Interval, FailuresBeforeHeal: w.FailuresBeforeHeal}.WithDefaults()
 }
 
+// Override returns p with interval and failuresBeforeHeal in place of its
+// own where they are not zero (flags over mythex.yml), defaults applied.
+func (p Policy) Override(interval time.Duration, failuresBeforeHeal int) Policy {
+	if interval != 0 {
+		p.Interval = interval
+	}
+	if failuresBeforeHeal != 0 {
+		p.FailuresBeforeHeal = failuresBeforeHeal
+	}
+	return p.WithDefaults()
+}
+
 // WithDefaults returns p with every zero field set to its default. Negative
 // values are left for Validate to refuse.
 func (p Policy) WithDefaults() Policy {

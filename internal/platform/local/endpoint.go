@@ -1,15 +1,21 @@
 package local
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/mythex/mythex/internal/atomicfile"
 	"github.com/mythex/mythex/internal/auth"
+	"github.com/mythex/mythex/internal/platform/fly"
 )
 
 // Files the daemon (`mythex publish local-platform`) keeps in its state dir.
@@ -85,4 +91,67 @@ func WriteEndpoint(stateDir string, e Endpoint) (remove func(), err error) {
 		return nil, err
 	}
 	return func() { _ = os.Remove(path) }, nil
+}
+
+// Serve runs the daemon's API: it writes a fresh token into stateDir,
+// listens on listen (loopback), serves handler(token) (the Machines API over
+// the supervisor), announces the endpoint in stateDir (WriteEndpoint), tells
+// started where it serves, and serves until ctx ends; then it takes the
+// announcement back and shuts the API down. Errors: the token or the
+// announcement cannot be written, the address cannot be bound, the server
+// fails.
+func Serve(ctx context.Context, stateDir, listen string, handler func(token string) http.Handler, started func(Endpoint)) error {
+	token, err := NewToken()
+	if err != nil {
+		return err
+	}
+	tokenPath, err := WriteToken(stateDir, token)
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", listen, err)
+	}
+	srv := &http.Server{Handler: handler(token), ReadHeaderTimeout: 10 * time.Second}
+	info := Endpoint{URL: "http://" + l.Addr().String(), TokenFile: tokenPath, PID: os.Getpid()}
+	unannounce, err := WriteEndpoint(stateDir, info)
+	if err != nil {
+		l.Close()
+		return err
+	}
+	defer unannounce()
+	started(info)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return err
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	return nil
+}
+
+// ErrNotRunning is Dial's error when no daemon announced itself in the state
+// dir (or its token cannot be read).
+var ErrNotRunning = errors.New("the local platform is not running")
+
+// Dial returns a Machines API client of the daemon serving stateDir: at api
+// when given (its token still read from stateDir), else at the announced
+// endpoint. The daemon runs on this host (loopback only), so a release's
+// image is an executable here, checked (CheckImage) before any machine
+// changes. Errors: ErrNotRunning (wrapped, naming the state dir and why).
+func Dial(stateDir, api string) (*fly.Client, error) {
+	ep, err := ReadEndpoint(stateDir)
+	if err != nil {
+		return nil, fmt.Errorf("%w for state dir %s (%v)", ErrNotRunning, stateDir, err)
+	}
+	if api == "" {
+		api = ep.URL
+	}
+	return fly.New(fly.Options{BaseURL: api, Token: ep.Token, PrivateAddresses: true, Name: "local", Retries: 1,
+		CheckImage: func(_ context.Context, image string) error { return CheckImage(image) }})
 }
