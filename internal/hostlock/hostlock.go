@@ -2,8 +2,7 @@
 // on <state-dir>/host.lock. The agent holds it for the life of a deploy
 // lease, each watchdog round tries it without blocking and skips when it is
 // held, and `mythex agent bootstrap` takes it at boot — so a deploy, the
-// watchdog and the bootstrap never act on a host at once (docs/architecture.md,
-// "The host lock").
+// watchdog and the bootstrap never act on a host at once (docs/watchdog.md).
 package hostlock
 
 import (

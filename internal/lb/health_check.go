@@ -129,6 +129,7 @@ func (p *HTTPProber) Probe(ctx context.Context, address, path string) CheckResul
 	if err != nil {
 		return transportFailure(ctx, err)
 	}
+	// 200 only: an ALB target group's default success matcher.
 	if resp.StatusCode != http.StatusOK {
 		return CheckResult{Outcome: CheckCodeMismatch, Status: resp.StatusCode,
 			Err: fmt.Sprintf("answered %d, want 200", resp.StatusCode)}

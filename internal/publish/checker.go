@@ -56,6 +56,8 @@ func (c HTTPChecker) Check(ctx context.Context, url string) Probe {
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	p.Status = resp.StatusCode
+	// Any 2xx, as Fly's HTTP checks pass; the verdict tells a gateway's
+	// 502/503/504 (not ready) from the app's wrong answers.
 	p.OK = resp.StatusCode >= 200 && resp.StatusCode < 300
 	return p
 }

@@ -153,7 +153,8 @@ var ErrInvalid = errors.New("invalid publish request")
 // its lock.
 var ErrBusy = errors.New("another publish or reconcile of this app is running")
 
-// Gate publishes releases onto a platform and judges them (DESIGN §4).
+// Gate publishes releases onto a platform and judges them (Judge;
+// docs/publish.md).
 type Gate struct {
 	p        platform.Platform
 	store    *Store

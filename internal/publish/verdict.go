@@ -267,7 +267,8 @@ type Verdict struct {
 	NextLook time.Duration `json:"next_look,omitempty"`
 }
 
-// Judge decides a release from looks (DESIGN §4). It is a pure function: the
+// Judge decides a release from looks (the rules: docs/publish.md, "How a
+// release is judged"). It is a pure function: the
 // gate loop takes the looks and applies the verdict.
 //
 // Per machine, over the looks the platform answered:

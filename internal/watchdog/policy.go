@@ -35,7 +35,8 @@ type Policy struct {
 	BackoffMax time.Duration
 }
 
-// Defaults of a Policy, from the write-up (DESIGN §1a).
+// Defaults of a Policy, from the write-up: a watchdog once a minute that
+// heals after four consecutive failed checks (docs/watchdog.md).
 const (
 	// DefaultInterval is the default W.
 	DefaultInterval = 60 * time.Second
