@@ -21,6 +21,7 @@ import (
 	"github.com/mythex/mythex/internal/platform/fly"
 	"github.com/mythex/mythex/internal/platform/local"
 	"github.com/mythex/mythex/internal/publish"
+	rdocker "github.com/mythex/mythex/internal/runtime/docker"
 	"github.com/mythex/mythex/internal/termui"
 )
 
@@ -79,15 +80,17 @@ func (t *publishTarget) openPlatform() (platform.Platform, func(), error) {
 		}
 		return c, func() {}, nil
 	case "docker":
-		p, err := docker.New(docker.Options{})
-		if err != nil {
-			return nil, nil, fmt.Errorf("--platform docker: %w", err)
-		}
+		// The runtime's client: pinged, and refused below Engine API 1.41.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := p.Ping(ctx); err != nil {
-			p.Close()
+		cli, err := rdocker.Connect(ctx, "")
+		if err != nil {
 			return nil, nil, withCode(exitUnknown, fmt.Errorf("--platform docker: %w (is dockerd running? DOCKER_HOST?)", err))
+		}
+		p, err := docker.New(docker.Options{Client: cli})
+		if err != nil {
+			cli.Close()
+			return nil, nil, fmt.Errorf("--platform docker: %w", err)
 		}
 		return p, func() { p.Close() }, nil
 	}

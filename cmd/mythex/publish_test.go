@@ -213,7 +213,7 @@ func TestPublishCmd_ControlPlaneDownIsUnknown(t *testing.T) {
 func TestProgressLine(t *testing.T) {
 	at := time.Date(2025, 9, 25, 12, 0, 0, 0, time.UTC)
 	e := publish.Event{Kind: publish.EventLook, Elapsed: 11 * time.Second,
-		Look: &publish.Look{N: 3, Machines: []publish.MachineLook{{ID: "m1", Probe: publish.Probe{Ran: true, Error: "connection refused"}}}},
+		Look: &publish.Look{N: 3, Machines: []publish.MachineLook{{ID: "m1", Health: publish.HealthResult{Ran: true, Error: "connection refused"}}}},
 		Verdict: &publish.Verdict{Status: publish.StatusFailed, Machines: []publish.MachineSummary{{ID: "m1", State: "started", CrashesSeen: 4,
 			LatestExitCode: 1, LatestCrash: at.Add(10200 * time.Millisecond), RestartCount: 4}}}}
 	want := "+ 11.0s  look 3  failed  m1 started, crashed 4× since publish (latest: exit code 1 at 12:00:10.200), restarts 4, health connection refused"

@@ -37,8 +37,8 @@ type Options struct {
 	// Logger receives state changes (never per-request lines). Default:
 	// slog.Default().
 	Logger *slog.Logger
-	// Prober runs health checks. Default: NewHTTPProber().
-	Prober Prober
+	// HealthChecker runs health checks. Default: NewHTTPHealthChecker().
+	HealthChecker HealthChecker
 	// ELBv2, when not nil, makes the admin listener also answer the ELBv2
 	// API (AWS Query protocol, POST /), SigV4-signed with its key pair.
 	ELBv2 *ELBv2Options
@@ -79,7 +79,7 @@ func New(o Options) (*Server, error) {
 	s := &Server{log: o.Logger, shutdownTimeout: o.ShutdownTimeout}
 	var m *Metrics
 	s.Group = NewTargetGroup(o.Settings, GroupDeps{
-		Clock: o.Clock, Logger: o.Logger, Prober: o.Prober,
+		Clock: o.Clock, Logger: o.Logger, HealthChecker: o.HealthChecker,
 		OnChange: func(c Change) {
 			logChange(o.Logger, c)
 			m.change(c)

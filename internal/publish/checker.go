@@ -14,8 +14,8 @@ import (
 // Checker makes one HTTP health check of the app.
 type Checker interface {
 	// Check requests url and returns the outcome; it never returns an error:
-	// a check that could not be made is a Probe with Error set.
-	Check(ctx context.Context, url string) Probe
+	// a check that could not be made is a HealthResult with Error set.
+	Check(ctx context.Context, url string) HealthResult
 }
 
 // HTTPChecker checks with GET: 2xx within Timeout is healthy, as an ALB
@@ -31,8 +31,8 @@ type HTTPChecker struct {
 var noKeepAlive = &http.Client{Transport: &http.Transport{DisableKeepAlives: true, Proxy: http.ProxyFromEnvironment}}
 
 // Check implements Checker.
-func (c HTTPChecker) Check(ctx context.Context, url string) Probe {
-	p := Probe{Ran: true, Target: url}
+func (c HTTPChecker) Check(ctx context.Context, url string) HealthResult {
+	p := HealthResult{Ran: true, Target: url}
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = 2 * time.Second

@@ -439,8 +439,8 @@ var _ platform.Platform = (*fakePlatform)(nil)
 // app's own endpoint.
 type fakeChecker struct{ p *fakePlatform }
 
-func (c fakeChecker) Check(_ context.Context, raw string) Probe {
-	p := Probe{Ran: true, Target: raw}
+func (c fakeChecker) Check(_ context.Context, raw string) HealthResult {
+	p := HealthResult{Ran: true, Target: raw}
 	u, err := url.Parse(raw)
 	if err != nil {
 		p.Error = err.Error()

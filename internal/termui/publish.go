@@ -39,7 +39,7 @@ func PublishProgressLine(e publish.Event) string {
 			s += fmt.Sprintf(", restarts %d", ms.RestartCount)
 		}
 		if i < len(e.Look.Machines) {
-			p := e.Look.Machines[i].Probe
+			p := e.Look.Machines[i].Health
 			if !p.Ran {
 				p = e.Look.App
 			}
