@@ -13,15 +13,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mythex/mythex/internal/auth"
-	"github.com/mythex/mythex/internal/lbapi"
-	"github.com/mythex/mythex/internal/lbport"
-	"github.com/mythex/mythex/internal/lbport/embedded"
 	"github.com/mythex/mythex/internal/platform"
-	"github.com/mythex/mythex/internal/platform/docker"
 	"github.com/mythex/mythex/internal/platform/fly"
-	"github.com/mythex/mythex/internal/platform/local"
 	"github.com/mythex/mythex/internal/publish"
-	rdocker "github.com/mythex/mythex/internal/runtime/docker"
+	"github.com/mythex/mythex/internal/publish/target"
 	"github.com/mythex/mythex/internal/termui"
 )
 
@@ -61,40 +56,29 @@ func defaultStateDir() string {
 	return ".mythex"
 }
 
-// openPlatform builds the platform the flags name. A missing local platform
-// daemon or credential is a usage error: nothing was changed.
+// options are the flags as target.Options.
+func (t *publishTarget) options() target.Options {
+	return target.Options{Platform: t.platform, StateDir: t.stateDir, LocalAPI: t.localAPI, FlyURL: t.flyURL, FlyToken: t.flyToken,
+		LBAdmin: t.lbAdmin, LBToken: func() (string, error) { return auth.LoadToken(t.lbTokenFile, lbTokenEnv) },
+		Strategy: publish.Strategy(t.strategy), App: t.app}
+}
+
+// openPlatform opens the platform the flags name: a *target.UsageError is
+// exit 2, an engine that does not answer exit 3.
 func (t *publishTarget) openPlatform() (platform.Platform, func(), error) {
-	switch t.platform {
-	case "local":
-		c, err := local.Dial(t.stateDir, t.localAPI)
-		if errors.Is(err, local.ErrNotRunning) {
-			return nil, nil, usagef("%v: start it with `mythex publish local-platform --state-dir %s`, or pick --platform fly|docker", err, t.stateDir)
-		} else if err != nil {
-			return nil, nil, usagef("local platform: %v", err)
-		}
-		return c, func() {}, nil
-	case "fly":
-		c, err := fly.New(fly.Options{BaseURL: t.flyURL, Token: t.flyToken})
-		if err != nil {
-			return nil, nil, usagef("--platform fly: %v", err)
-		}
-		return c, func() {}, nil
-	case "docker":
-		// The runtime's client: pinged, and refused below Engine API 1.41.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		cli, err := rdocker.Connect(ctx, "")
-		if err != nil {
-			return nil, nil, withCode(exitUnknown, fmt.Errorf("--platform docker: %w (is dockerd running? DOCKER_HOST?)", err))
-		}
-		p, err := docker.New(docker.Options{Client: cli})
-		if err != nil {
-			cli.Close()
-			return nil, nil, fmt.Errorf("--platform docker: %w", err)
-		}
-		return p, func() { p.Close() }, nil
+	p, closeP, err := target.Platform(context.Background(), t.options())
+	return p, closeP, targetErr(err)
+}
+
+// targetErr maps target's errors to exit codes.
+func targetErr(err error) error {
+	if _, ok := errors.AsType[*target.UsageError](err); ok {
+		return usagef("%v", err)
 	}
-	return nil, nil, usagef("--platform %q: use local, fly or docker", t.platform)
+	if errors.Is(err, platform.ErrUnavailable) {
+		return withCode(exitUnknown, err)
+	}
+	return err
 }
 
 func (t *publishTarget) openStore() (*publish.Store, error) {
@@ -111,10 +95,10 @@ func (t *publishTarget) gate(opts publish.Options, observer func(publish.Event))
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	router, err := t.router()
+	router, err := target.Router(t.options())
 	if err != nil {
 		closeP()
-		return nil, nil, nil, err
+		return nil, nil, nil, targetErr(err)
 	}
 	store, err = t.openStore()
 	if err != nil {
@@ -132,26 +116,6 @@ func (t *publishTarget) gate(opts publish.Options, observer func(publish.Event))
 		return nil, nil, nil, err
 	}
 	return g, store, func() { store.Close(); closeP() }, nil
-}
-
-// router returns the load balancer the publish drives, or nil (in place).
-// On Fly with --strategy bluegreen and no --lb-admin it is Fly Proxy itself.
-func (t *publishTarget) router() (lbport.Driver, error) {
-	if t.lbAdmin == "" && t.platform == "fly" && t.strategy == string(publish.StrategyBlueGreen) {
-		c, err := fly.New(fly.Options{BaseURL: t.flyURL, Token: t.flyToken})
-		if err != nil {
-			return nil, usagef("--platform fly: %v", err)
-		}
-		return fly.NewProxyRouter(c, t.app), nil
-	}
-	if t.lbAdmin == "" {
-		return nil, nil
-	}
-	token, err := auth.LoadToken(t.lbTokenFile, lbTokenEnv)
-	if err != nil {
-		return nil, usagef("--lb-admin %s: %v", t.lbAdmin, err)
-	}
-	return embedded.New(lbapi.NewClient(t.lbAdmin, token, nil)), nil
 }
 
 // checkAppFlag returns a usage error (exit 2) unless app is a valid app name,
