@@ -73,18 +73,23 @@ func TestArchitecture_FilesExist(t *testing.T) {
 
 func TestEveryPackageHasADocComment(t *testing.T) {
 	for _, dir := range packageDirs(t) {
-		pkgs, err := parser.ParseDir(token.NewFileSet(), filepath.Join(root, dir), func(fi fs.FileInfo) bool {
-			return !strings.HasSuffix(fi.Name(), "_test.go")
-		}, parser.PackageClauseOnly|parser.ParseComments)
+		files, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
 		if err != nil {
-			t.Fatalf("%s: %v", dir, err)
+			t.Fatal(err)
 		}
-		for name, p := range pkgs {
-			documented := false
-			for _, f := range p.Files {
-				documented = documented || f.Doc != nil
+		documented := map[string]bool{} // by package name
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
 			}
-			if !documented {
+			af, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.PackageClauseOnly|parser.ParseComments)
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			documented[af.Name.Name] = documented[af.Name.Name] || af.Doc != nil
+		}
+		for name, ok := range documented {
+			if !ok {
 				t.Errorf("package %s (%s) has no doc comment: say what it is in a doc.go", name, dir)
 			}
 		}
