@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -53,59 +52,37 @@ func (c *agentConnFlags) again() string {
 	return s
 }
 
-// agentClient is a client of one host's agent, and the host's name.
-type agentClient struct {
-	c    *agentapi.Client
-	name string
-}
-
-// client returns a client for the one agent the flags name.
+// client returns a client for the agent the flags name.
 func (c *agentConnFlags) client() (*agentapi.Client, string, error) {
-	cs, err := c.clients(false)
-	if err != nil {
-		return nil, "", err
-	}
-	return cs[0].c, cs[0].name, nil
-}
-
-// clients returns the agent the flags name: --agent; or, with -f, --host's
-// (default this machine's name), or every host's when fleet is set and no
-// host is named; else the local agent.
-func (c *agentConnFlags) clients(fleet bool) ([]agentClient, error) {
 	token, err := auth.LoadToken(c.tokenFile, agentTokenEnv)
 	if err != nil {
-		return nil, usagef("agent token: %v", err)
+		return nil, "", usagef("agent token: %v", err)
 	}
-	dial := func(addr, name string) agentClient {
-		return agentClient{agentapi.NewClient(addr, token, &http.Client{Timeout: 30 * time.Second}), name}
-	}
-	if c.agent != "" || c.file == "" {
-		addr := cmp.Or(c.agent, "127.0.0.1:9201")
-		return []agentClient{dial(addr, cmp.Or(c.host, addr))}, nil
-	}
-	cfg, err := loadFleet(c.file)
-	if err != nil {
-		return nil, err
-	}
-	if fleet && c.host == "" {
-		var cs []agentClient
-		for _, h := range cfg.Hosts {
-			cs = append(cs, dial(h.Agent, h.Name))
+	addr, name := c.agent, c.host
+	if addr == "" && c.file != "" {
+		cfg, err := loadFleet(c.file)
+		if err != nil {
+			return nil, "", err
 		}
-		return cs, nil
+		if name == "" {
+			name, _ = os.Hostname()
+		}
+		h, ok := cfg.Host(name)
+		if !ok {
+			return nil, "", usagef("--host %q is not in %s (hosts: %s)", name, c.file, strings.Join(cfg.HostNames(), ", "))
+		}
+		if h.Agent == "" {
+			return nil, "", usagef("hosts[%s].agent is not set in %s; give --agent", name, c.file)
+		}
+		addr = h.Agent
 	}
-	name := c.host
+	if addr == "" {
+		addr = "127.0.0.1:9201"
+	}
 	if name == "" {
-		name, _ = os.Hostname()
+		name = addr
 	}
-	h, ok := cfg.Host(name)
-	if !ok {
-		return nil, usagef("--host %q is not in %s (hosts: %s)", name, c.file, strings.Join(cfg.HostNames(), ", "))
-	}
-	if h.Agent == "" {
-		return nil, usagef("hosts[%s].agent is not set in %s; give --agent", name, c.file)
-	}
-	return []agentClient{dial(h.Agent, name)}, nil
+	return agentapi.NewClient(addr, token, &http.Client{Timeout: 30 * time.Second}), name, nil
 }
 
 func newAgentMaintenanceCmd() *cobra.Command {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"time"
 
@@ -130,15 +131,38 @@ of its TTL: a deploy that is alive. --force breaks it anyway.`,
 }
 
 func runLeaseStatus(ctx context.Context, conn agentConnFlags, out io.Writer) error {
-	cs, err := conn.clients(true)
-	if err != nil {
-		return err
+	type target struct{ name, addr string }
+	var targets []target
+	var token string
+	if conn.file != "" && conn.host == "" && conn.agent == "" {
+		t, err := auth.LoadToken(conn.tokenFile, agentTokenEnv)
+		if err != nil {
+			return usagef("agent token: %v", err)
+		}
+		token = t
+		cfg, err := loadFleet(conn.file)
+		if err != nil {
+			return err
+		}
+		for _, h := range cfg.Hosts {
+			targets = append(targets, target{h.Name, h.Agent})
+		}
 	}
 	var rows []agentapi.HostLeases
+	if targets == nil {
+		c, name, err := conn.client()
+		if err != nil {
+			return err
+		}
+		rows = append(rows, agentapi.AskLeases(ctx, c, name))
+	} else {
+		for _, t := range targets {
+			rows = append(rows, agentapi.AskLeases(ctx, agentapi.NewClient(t.addr, token, &http.Client{Timeout: 30 * time.Second}), t.name))
+		}
+	}
 	var failed []string
-	for _, c := range cs {
-		r := agentapi.AskLeases(ctx, c.c, c.name)
-		if rows = append(rows, r); r.Error != "" {
+	for _, r := range rows {
+		if r.Error != "" {
 			failed = append(failed, r.Host)
 		}
 	}
