@@ -11,6 +11,7 @@ import (
 
 	"github.com/mythex/mythex/internal/demo"
 	"github.com/mythex/mythex/internal/deployrec"
+	"github.com/mythex/mythex/internal/report"
 	"github.com/mythex/mythex/internal/termui"
 )
 
@@ -81,27 +82,8 @@ for bad flags.`,
   go run ./cmd/mythex demo --fault lb-restart --json | jq '{fault, rolled_back, fleet_version_after, reached_nothing, reached_nothing_bound}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch {
-			case o.Hosts < 2:
-				return usagef("--hosts %d: a rolling deploy that drops nothing needs at least 2 hosts (one serves while the other is deployed)", o.Hosts)
-			case o.Hosts > 20:
-				return usagef("--hosts %d: at most 20 on one machine", o.Hosts)
-			case o.Rate <= 0 || o.Rate > 20000:
-				return usagef("--rate %g: give requests per second, more than 0 and at most 20000", o.Rate)
-			case o.Deploys < 1:
-				return usagef("--deploys %d: give at least 1", o.Deploys)
-			case cmd.Flags().Changed("time-scale") && (o.TimeScale <= 0 || o.TimeScale > 10):
-				return usagef("--time-scale %g: give a factor more than 0 and at most 10 (1 runs the real numbers)", o.TimeScale)
-			case o.Profile != demo.ProfileAfter && o.Profile != demo.ProfileBefore:
-				return usagef("--profile %q: use after or before", o.Profile)
-			case o.LB != demo.LBEmbedded && o.LB != demo.LBHAProxy && o.LB != demo.LBALB:
-				return usagef("--lb %q: use %s, %s or %s (the alb driver through the embedded LB's ELBv2 endpoint)", o.LB, demo.LBEmbedded, demo.LBHAProxy, demo.LBALB)
-			case o.Fault != "" && demo.Faults[o.Fault].Name == "":
-				return usagef("--fault %q: use one of %s", o.Fault, strings.Join(demo.FaultNames(), ", "))
-			case o.Fault != "" && o.Runtime != demo.RuntimeProcess:
-				return usagef("--fault runs on the process runtime only")
-			case o.Fault != "" && cmd.Flags().Changed("deploys") && o.Deploys != 1:
-				return usagef("--fault runs one deploy; leave out --deploys")
+			if err := o.CheckFlags(cmd.Flags().Changed("time-scale"), cmd.Flags().Changed("deploys")); err != nil {
+				return usagef("%v", err)
 			}
 			if err := checkReportPath(reportPath); err != nil {
 				return err
@@ -122,7 +104,7 @@ for bad flags.`,
 			if err != nil {
 				if reportPath != "" && len(o.Recorder.Recording().Deploys) > 0 {
 					// A demo cut short still leaves the report of what it saw.
-					_ = writeReport(reportPath, o.Recorder.Recording(), os.Stderr)
+					_ = report.WriteFile(reportPath, o.Recorder.Recording(), os.Stderr)
 				}
 				return err
 			}
@@ -137,7 +119,7 @@ for bad flags.`,
 				if asJSON {
 					progress = os.Stderr
 				}
-				if err := writeReport(reportPath, o.Recorder.Recording(), progress); err != nil {
+				if err := report.WriteFile(reportPath, o.Recorder.Recording(), progress); err != nil {
 					return err
 				}
 			}

@@ -21,6 +21,7 @@ import (
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/hooks"
 	"github.com/mythex/mythex/internal/probe"
+	"github.com/mythex/mythex/internal/report"
 	"github.com/mythex/mythex/internal/runtime/docker"
 	"github.com/mythex/mythex/internal/termui"
 	"github.com/mythex/mythex/internal/timing"
@@ -255,7 +256,7 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 		if f.asJSON {
 			progress = errOut
 		}
-		if werr := writeReport(f.report, rec.Recording(), progress); werr != nil && err == nil {
+		if werr := report.WriteFile(f.report, rec.Recording(), progress); werr != nil && err == nil {
 			err = werr
 		}
 	}

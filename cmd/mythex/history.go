@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -78,23 +77,7 @@ func runHistory(ctx context.Context, cfg *fleet.Loaded, f historyFlags, out, err
 	defer pool.Close()
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	var mu sync.Mutex
-	var all []history.Record
-	var unread []string
-	var wg sync.WaitGroup
-	for _, h := range cfg.Hosts {
-		wg.Go(func() {
-			recs, err := readHostHistory(ctx, pool, cfg, h, token, f.limit)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				unread = append(unread, fmt.Sprintf("%s (%v)", h.Name, err))
-				return
-			}
-			all = append(all, recs...)
-		})
-	}
-	wg.Wait()
+	all, unread := pool.Histories(ctx, cfg, token, f.limit)
 	deploys := history.Merge(all, f.limit)
 	if f.asJSON {
 		if deploys == nil {
@@ -113,12 +96,4 @@ func runHistory(ctx context.Context, cfg *fleet.Loaded, f historyFlags, out, err
 		return silentExit(exitFailed)
 	}
 	return nil
-}
-
-func readHostHistory(ctx context.Context, pool *agentconn.Pool, cfg *fleet.Loaded, h fleet.Host, token string, limit int) ([]history.Record, error) {
-	c, err := pool.Connect(ctx, cfg, h, token)
-	if err != nil {
-		return nil, err
-	}
-	return c.History(ctx, limit)
 }

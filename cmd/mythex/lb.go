@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -92,7 +91,7 @@ State changes are logged; requests are not. SIGINT or SIGTERM shut it down clean
 				return err
 			}
 			if lbc.Kind == fleet.KindALB && elbv2 == nil {
-				return usagef("load_balancer.kind is alb: mythex lb stands in for the ALB only through its ELBv2 endpoint; give it a key pair (--elbv2-key-file or $%s and $%s)", elbv2KeyIDEnv, elbv2SecretEnv)
+				return usagef("load_balancer.kind is alb: mythex lb stands in for the ALB only through its ELBv2 endpoint; give it a key pair (--elbv2-key-file or $%s and $%s)", lb.ELBv2KeyIDEnv, lb.ELBv2SecretEnv)
 			}
 			settings, err := lb.SettingsFromFleet(lbc)
 			if err != nil {
@@ -137,7 +136,7 @@ State changes are logged; requests are not. SIGINT or SIGTERM shut it down clean
 	f.StringVar(&adminListen, "admin-listen", "", "admin API address host:port (default: load_balancer.admin_listen)")
 	f.StringVar(&tokenFile, "token-file", "", "file holding the admin bearer token (default: load_balancer.admin_token_file, else $"+lbTokenEnv+")")
 	f.StringVar(&algorithm, "algorithm", "", "round_robin or least_outstanding_requests (default: load_balancer.algorithm)")
-	f.StringVar(&elbv2KeyFile, "elbv2-key-file", "", "file holding the ELBv2 endpoint's key pair, one line \"ACCESS_KEY_ID SECRET_ACCESS_KEY\" (default: $"+elbv2KeyIDEnv+" and $"+elbv2SecretEnv+"; neither: no ELBv2 endpoint)")
+	f.StringVar(&elbv2KeyFile, "elbv2-key-file", "", "file holding the ELBv2 endpoint's key pair, one line \"ACCESS_KEY_ID SECRET_ACCESS_KEY\" (default: $"+lb.ELBv2KeyIDEnv+" and $"+lb.ELBv2SecretEnv+"; neither: no ELBv2 endpoint)")
 	f.Float64Var(&elbv2Throttle, "elbv2-throttle", 0, "answer at most this many ELBv2 calls per second, ThrottlingException beyond (0: no limit)")
 	f.BoolVar(&allowRemote, "insecure-plaintext", false, "serve the admin API in plain HTTP on an address beyond loopback (the token then crosses the network in clear), as mythex agent --insecure-plaintext")
 	f.BoolVar(&allowRemote, "admin-allow-remote", false, "old name of --insecure-plaintext")
@@ -147,35 +146,19 @@ State changes are logged; requests are not. SIGINT or SIGTERM shut it down clean
 	return cmd
 }
 
-// Environment variables of the ELBv2 endpoint's key pair.
-const (
-	elbv2KeyIDEnv  = "MYTHEX_LB_AWS_ACCESS_KEY_ID"
-	elbv2SecretEnv = "MYTHEX_LB_AWS_SECRET_ACCESS_KEY"
-)
-
 // elbv2Options builds the ELBv2 endpoint's options from the key file or the
 // environment; nil when neither gives a key pair (no endpoint).
 func elbv2Options(lbc fleet.LoadBalancer, keyFile string, throttle float64) (*lb.ELBv2Options, error) {
 	if throttle < 0 {
 		return nil, usagef("--elbv2-throttle must be 0 (no limit) or more calls per second, got %v", throttle)
 	}
-	var key lb.KeyPair
-	if keyFile != "" {
-		b, err := os.ReadFile(keyFile)
-		if err != nil {
-			return nil, withCode(exitBadUse, fmt.Errorf("--elbv2-key-file: %w", err))
-		}
-		if key, err = lb.ParseKeyPair(b); err != nil {
-			return nil, usagef("--elbv2-key-file %s: %v", keyFile, err)
-		}
-	} else {
-		key = lb.KeyPair{AccessKeyID: os.Getenv(elbv2KeyIDEnv), SecretAccessKey: os.Getenv(elbv2SecretEnv)}
-		if key.AccessKeyID == "" && key.SecretAccessKey == "" {
-			return nil, nil
-		}
-		if key.AccessKeyID == "" || key.SecretAccessKey == "" {
-			return nil, usagef("set both $%s and $%s for the ELBv2 endpoint, or neither", elbv2KeyIDEnv, elbv2SecretEnv)
-		}
+	key, ok, err := lb.LoadELBv2Key(keyFile)
+	if errors.Is(err, lb.ErrKeyFile) {
+		return nil, usagef("--elbv2-key-file: %v", err)
+	} else if err != nil {
+		return nil, usagef("%v", err)
+	} else if !ok {
+		return nil, nil
 	}
 	o := &lb.ELBv2Options{Key: key, Region: lbc.Region, TargetGroupARN: lbc.TargetGroupARN, Throttle: throttle}
 	if err := o.Validate(); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mythex/mythex/internal/deployrec"
 	"github.com/mythex/mythex/internal/probe"
+	"github.com/mythex/mythex/internal/report"
 	"github.com/mythex/mythex/internal/termui"
 )
 
@@ -200,26 +201,26 @@ func runMeasure(ctx context.Context, o measureOptions, argv []string, mio measur
 	if o.jsonOut {
 		run.Stdout = mio.stderr // keep stdout for the JSON report
 	}
-	report, interrupted, err := probe.Measure(ctx, p, run)
+	rep, interrupted, err := probe.Measure(ctx, p, run)
 	if err != nil {
 		return err
 	}
-	rec.ProbeStopped(report)
+	rec.ProbeStopped(rep)
 	if o.report != "" {
-		if err := writeReport(o.report, rec.Recording(), mio.stderr); err != nil {
+		if err := report.WriteFile(o.report, rec.Recording(), mio.stderr); err != nil {
 			return err
 		}
 	}
 
-	v := probe.Judge(&report, o.maxDropped, interrupted)
+	v := probe.Judge(&rep, o.maxDropped, interrupted)
 	if o.jsonOut {
-		if err := termui.WriteJSON(mio.stdout, probe.JudgedReport{Report: report, Verdict: v, MaxDropped: o.maxDropped}); err != nil {
+		if err := termui.WriteJSON(mio.stdout, probe.JudgedReport{Report: rep, Verdict: v, MaxDropped: o.maxDropped}); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}
-	} else if err := probe.WriteSummary(mio.stdout, &report, style); err != nil {
+	} else if err := probe.WriteSummary(mio.stdout, &rep, style); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	if w := probe.LateWarning(&report, cfg.LateTolerance); w != "" {
+	if w := probe.LateWarning(&rep, cfg.LateTolerance); w != "" {
 		fmt.Fprintln(mio.stderr, w)
 	}
 	if !o.jsonOut {
