@@ -102,7 +102,7 @@ func Platform(ctx context.Context, o Options) (platform.Platform, func(), error)
 		}
 		return p, func() { p.Close() }, nil
 	}
-	return nil, nil, &UsageError{Flag: "--platform " + o.Platform, Err: errors.New("use local, fly or docker")}
+	return nil, nil, &UsageError{Flag: fmt.Sprintf("--platform %q", o.Platform), Err: errors.New("use local, fly or docker")}
 }
 
 // Router returns the load balancer the publish drives, or nil (in place).
