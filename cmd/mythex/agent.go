@@ -21,6 +21,7 @@ import (
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/lbapi"
 	"github.com/mythex/mythex/internal/lbport/embedded"
+	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/lbport/fleetlb"
 	"github.com/mythex/mythex/internal/runtime"
 	"github.com/mythex/mythex/internal/runtime/docker"
@@ -192,6 +193,12 @@ func runAgent(ctx context.Context, f agentFlags, log *slog.Logger) error {
 			var err error
 			if rec, err = haproxyRecovery(cfg, h); err != nil {
 				return err
+			}
+		}
+		if rec.LB != nil && cfg.LoadBalancer.Kind != fleet.KindHAProxy {
+			// The recovery keeps deploy.min_in_service as a deploy does.
+			if rec.Capacity, err = agent.CapacityFrom(&cfg.Config, h.Name, func(h fleet.Host) lbport.TargetRef { return fleetlb.Ref(cfg.LoadBalancer, h) }); err != nil {
+				return usagef("%v", err)
 			}
 		}
 	}
