@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/agentapi"
+	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/lbport"
 )
 
@@ -194,6 +196,50 @@ func TestAgent_RecoveryKeepsCapacity(t *testing.T) {
 			}
 			if !tc.peerLeaves && !strings.Contains(r.Error, "web-2") {
 				t.Errorf("the refusal does not name the peer that is out: %s", r.Error)
+			}
+		})
+	}
+}
+
+func TestCapacityFrom(t *testing.T) {
+	ref := func(h fleet.Host) lbport.TargetRef { return lbport.TargetRef{ID: h.Name, Address: h.Target} }
+	cases := []struct {
+		name      string
+		min       string
+		hosts     int
+		wantNeed  int
+		wantPeers int
+		wantErr   bool
+	}{
+		{"default: one", "", 3, 1, 2, false},
+		{"a count", "2", 4, 2, 3, false},
+		{"a percentage of the fleet, rounded up", "50%", 5, 3, 4, false},
+		{"bad input names the field", "half", 3, 0, 0, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := fleet.Config{}
+			cfg.Deploy.MinInService = tc.min
+			cfg.Drain.Max = 15 * time.Second
+			cfg.LoadBalancer.HealthCheck = fleet.HealthCheck{Interval: time.Second, Timeout: 500 * time.Millisecond, HealthyThreshold: 2}
+			for i := range tc.hosts {
+				cfg.Hosts = append(cfg.Hosts, fleet.Host{Name: fmt.Sprintf("web-%d", i+1), Target: fmt.Sprintf("10.0.0.%d:80", i+1)})
+			}
+			c, err := CapacityFrom(&cfg, "web-1", ref)
+			if tc.wantErr {
+				if err == nil || !strings.Contains(err.Error(), "deploy.min_in_service") {
+					t.Fatalf("err = %v, want one naming deploy.min_in_service", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.MinInService != tc.wantNeed || len(c.Peers) != tc.wantPeers || slices.ContainsFunc(c.Peers, func(r lbport.TargetRef) bool { return r.ID == "web-1" }) {
+				t.Errorf("capacity = %+v, want %d of %d peers (web-1 not among them)", c, tc.wantNeed, tc.wantPeers)
+			}
+			if c.DrainWait != cfg.Drain.Max || c.Wait <= 0 || c.Poll <= 0 {
+				t.Errorf("capacity waits = %+v, want drain.max and positive waits", c)
 			}
 		})
 	}
