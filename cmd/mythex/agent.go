@@ -16,6 +16,8 @@ import (
 	"github.com/mythex/mythex/internal/agent"
 	"github.com/mythex/mythex/internal/auth"
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/lbport"
+	"github.com/mythex/mythex/internal/lbport/fleetlb"
 	"github.com/mythex/mythex/internal/lbport/haproxy/deploylb"
 	"github.com/mythex/mythex/internal/runtime"
 	"github.com/mythex/mythex/internal/runtime/docker"
@@ -176,6 +178,12 @@ func runAgent(ctx context.Context, f agentFlags, log *slog.Logger) error {
 			}
 			if d != nil {
 				rec = agent.Recovery{LB: d, TargetID: ref.ID, TargetAddress: ref.Address}
+			}
+		}
+		if rec.LB != nil && cfg.LoadBalancer.Kind != fleet.KindHAProxy {
+			// The recovery keeps deploy.min_in_service as a deploy does.
+			if rec.Capacity, err = agent.CapacityFrom(&cfg.Config, h.Name, func(h fleet.Host) lbport.TargetRef { return fleetlb.Ref(cfg.LoadBalancer, h) }); err != nil {
+				return usagef("%v", err)
 			}
 		}
 	}

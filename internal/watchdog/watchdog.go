@@ -286,6 +286,8 @@ func (w *Watchdog) runOnce(ctx context.Context) Round {
 		switch {
 		case errors.As(err, &held):
 			lockedBy = held.Holder
+		case errors.Is(err, flocks.ErrHeld):
+			lockedBy = err.Error() // held, by someone who did not say
 		case err != nil:
 			return w.finishError(round, "lock", fmt.Errorf("host lock: %w", err))
 		default:
