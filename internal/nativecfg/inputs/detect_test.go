@@ -133,8 +133,8 @@ func TestSubjects_MythexAmongPaths(t *testing.T) {
 }
 
 // TestCollect_MythexDefinition: examples/local's compose.yaml takes its timings
-// from mythex.yml (${MYTHEX_*}). Walking the directory judges mythex.yml and
-// skips the definition; naming the definition alone is refused with the
+// from mythex.yml (${MYTHEX_*}). Walking the directory judges the fleet
+// configs (mythex.yml, alb.yml) and skips the definition; naming the definition alone is refused with the
 // command that checks it, instead of compose-go's blank-duration errors.
 func TestCollect_MythexDefinition(t *testing.T) {
 	dir := filepath.Join("..", "..", "..", "examples", "local")
@@ -144,7 +144,8 @@ func TestCollect_MythexDefinition(t *testing.T) {
 		wantErr   string
 		wantKinds map[string]int
 	}{
-		{name: "the example's directory", paths: []string{dir}, wantKinds: map[string]int{nativecfg.Mythex: 1}},
+		// mythex.yml and alb.yml, the same fleet through the ELBv2 API
+		{name: "the example's directory", paths: []string{dir}, wantKinds: map[string]int{nativecfg.Mythex: 2}},
 		{name: "the definition alone", paths: []string{filepath.Join(dir, "compose.yaml")}, wantErr: "check that file instead: mythex check -f mythex.yml"},
 	}
 	for _, tt := range tests {
