@@ -96,7 +96,12 @@ pauses during maintenance (mythex agent maintenance), heals only from the
 published definition and never writes it. --bootstrap makes the current
 definition run before anything else (what a server does at boot; see mythex
 agent bootstrap).`,
-		Example: `  openssl rand -hex 32 > /etc/mythex/agent-token   # once; give the deployer the same file
+		Example: `  # one host of the local example fleet (examples/local; the README starts all three and the LB)
+  export ` + agentTokenEnv + `=$(openssl rand -hex 32)
+  mythex agent -f examples/local/mythex.yml --host web-1 --state-dir state/web-1 --stop-services-on-exit
+
+  # on a server
+  openssl rand -hex 32 > /etc/mythex/agent-token   # once; give the deployer the same file
   export ` + agentTokenEnv + `=$(cat /etc/mythex/agent-token)
   mythex agent -f mythex.yml --host web-1 --state-dir /var/lib/mythex
 
@@ -105,7 +110,7 @@ agent bootstrap).`,
     --watchdog-interval 10s --watchdog-failures 4
 
   # services as containers (images built with: mythex image build)
-  mythex agent -f mythex.yml --host web-1 --state-dir /var/lib/mythex --runtime docker`,
+  mythex agent -f examples/docker/mythex.yml --host web-1 --state-dir state/web-1 --runtime docker`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(cmd, f.logFormat)

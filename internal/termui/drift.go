@@ -68,12 +68,12 @@ func (a LBApplyJSON) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(a))
 }
 
-// WriteLBApply writes `mythex lb apply`: the fields changed (or that would
-// change, with dryRun), live → file, or that nothing had to.
-func WriteLBApply(w io.Writer, changes []fleetlb.Difference, dryRun bool) {
+// WriteLBApply writes `mythex lb apply` of file: the fields changed (or
+// that would change, with dryRun), live → file, or that nothing had to.
+func WriteLBApply(w io.Writer, file string, changes []fleetlb.Difference, dryRun bool) {
 	switch {
 	case len(changes) == 0:
-		fmt.Fprintln(w, "the live target group already matches mythex.yml: nothing to change")
+		fmt.Fprintf(w, "the live target group already matches %s: nothing to change\n", file)
 		return
 	case dryRun:
 		fmt.Fprintf(w, "would change %d field(s) (--dry-run: nothing changed):\n", len(changes))
