@@ -58,6 +58,25 @@ func (d *deployHooks) after(ctx context.Context, res deploy.Result, err error) {
 	}
 }
 
+// afterRollback runs on_rollback after `mythex rollback` (MYTHEX_RESULT ok
+// or failed), and on_failure too when it failed. A failing hook is
+// reported, and does not change the rollback's result.
+func (d *deployHooks) afterRollback(ctx context.Context, err error) {
+	result := "ok"
+	if err != nil {
+		result = "failed"
+	}
+	hookErr := d.run(ctx, "on_rollback", d.h.OnRollback, result)
+	if err != nil {
+		if e := d.run(ctx, "on_failure", d.h.OnFailure, result); hookErr == nil {
+			hookErr = e
+		}
+	}
+	if hookErr != nil {
+		fmt.Fprintf(d.errOut, "warning: %v\n", hookErr)
+	}
+}
+
 func (d *deployHooks) run(ctx context.Context, name string, argv []string, result string) error {
 	if len(argv) == 0 {
 		return nil
