@@ -224,6 +224,7 @@ func printDemoSummary(w io.Writer, s demo.Summary) {
 		}
 		fmt.Fprintf(w, "%s fault %s: fleet after: %s (want %s) · rolled back %v · new version reached %s · reached nothing %d of %d requests, bound %d\n",
 			mark, fr.Fault, after, fr.WantVersion, fr.RolledBack, orNone(fr.HostsReached), fr.ReachedNothing, s.Requests, fr.ReachedNothingBound)
+		printDemoStatus(w, s)
 		return
 	}
 	switch {
@@ -238,6 +239,16 @@ func printDemoSummary(w io.Writer, s demo.Summary) {
 	default:
 		fmt.Fprintln(w, "✗ a deploy failed (see above); the fleet was rolled back and kept serving")
 	}
+	printDemoStatus(w, s)
+}
+
+// printDemoStatus ends the demo with what `mythex status` says of its fleet.
+func printDemoStatus(w io.Writer, s demo.Summary) {
+	if s.Status == nil {
+		return
+	}
+	fmt.Fprintln(w, "\nmythex status of the fleet:")
+	termui.WriteStatus(w, *s.Status)
 }
 
 func orNone(hosts []string) string {

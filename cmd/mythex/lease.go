@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"text/tabwriter"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mythex/mythex/internal/agentapi"
+	"github.com/mythex/mythex/internal/agentconn"
 	"github.com/mythex/mythex/internal/auth"
 	"github.com/mythex/mythex/internal/fleet"
 )
@@ -81,10 +81,11 @@ of its TTL: a deploy that is alive. --force breaks it anyway.`,
 			if conn.agent == "" && (conn.file == "" || conn.host == "") {
 				return usagef("lease break acts on one host: give --agent ADDR, or -f mythex.yml with --host NAME")
 			}
-			c, name, err := conn.client()
+			c, name, done, err := conn.client(cmd.Context())
 			if err != nil {
 				return err
 			}
+			defer done()
 			by := br.by
 			if by == "" {
 				by = whoAmI()
@@ -144,23 +145,6 @@ type leaseRow struct {
 }
 
 func runLeaseStatus(ctx context.Context, conn agentConnFlags, out io.Writer) error {
-	type target struct{ name, addr string }
-	var targets []target
-	var token string
-	if conn.file != "" && conn.host == "" && conn.agent == "" {
-		t, err := auth.LoadToken(conn.tokenFile, agentTokenEnv)
-		if err != nil {
-			return usagef("agent token: %v", err)
-		}
-		token = t
-		cfg, err := fleet.Load(conn.file)
-		if err != nil {
-			return err
-		}
-		for _, h := range cfg.Hosts {
-			targets = append(targets, target{h.Name, h.Agent})
-		}
-	}
 	var rows []leaseRow
 	ask := func(c *agentapi.Client, name string) leaseRow {
 		row := leaseRow{Host: name, Agent: c.Base()}
@@ -172,16 +156,32 @@ func runLeaseStatus(ctx context.Context, conn agentConnFlags, out io.Writer) err
 		row.Lease, row.FleetLease, row.Restore, row.Recovery = st.Lease, st.FleetLease, st.Restore, st.Recovery
 		return row
 	}
-	if targets == nil {
-		c, name, err := conn.client()
+	if conn.file != "" && conn.host == "" && conn.agent == "" {
+		token, err := auth.LoadToken(conn.tokenFile, agentTokenEnv)
+		if err != nil {
+			return usagef("agent token: %v", err)
+		}
+		cfg, err := fleet.Load(conn.file)
 		if err != nil {
 			return err
 		}
-		rows = append(rows, ask(c, name))
-	} else {
-		for _, t := range targets {
-			rows = append(rows, ask(agentapi.NewClient(t.addr, token, &http.Client{Timeout: 30 * time.Second}), t.name))
+		pool := agentconn.NewPool(agentconn.Options{InsecurePlaintext: conn.insecurePlaintext, Warn: os.Stderr, Timeout: 30 * time.Second})
+		defer pool.Close()
+		for _, h := range cfg.Hosts {
+			c, err := pool.Connect(ctx, cfg, h, token)
+			if err != nil {
+				rows = append(rows, leaseRow{Host: h.Name, Agent: h.Agent, Error: err.Error()})
+				continue
+			}
+			rows = append(rows, ask(c, h.Name))
 		}
+	} else {
+		c, name, done, err := conn.client(ctx)
+		if err != nil {
+			return err
+		}
+		defer done()
+		rows = append(rows, ask(c, name))
 	}
 	var failed []string
 	for _, r := range rows {

@@ -269,14 +269,25 @@ func (t *SSHTunnel) DialContext(ctx context.Context, network, addr string) (net.
 		return nil, err
 	}
 	c, err := t.channel(ctx, sc, addr)
-	if err != nil && ctx.Err() == nil && sc.ended() {
-		// It broke under this call: once more, on a new connection.
-		if sc, err = t.live(ctx); err != nil {
-			return nil, err
-		}
-		c, err = t.channel(ctx, sc, addr)
+	var refused *ssh.OpenChannelError
+	if err == nil || ctx.Err() != nil || errors.As(err, &refused) {
+		// A refusal is the host's answer (nothing listens there): the
+		// connection is fine.
+		return c, err
 	}
-	return c, err
+	// The connection broke under this call; the client notices at once
+	// (its read loop ends), bounded by the handshake timeout.
+	select {
+	case <-sc.dead:
+	case <-ctx.Done():
+		return nil, err
+	case <-time.After(t.opts.Timeout):
+		return nil, err
+	}
+	if sc, err = t.live(ctx); err != nil {
+		return nil, err
+	}
+	return t.channel(ctx, sc, addr)
 }
 
 // channel opens one direct-tcpip channel on sc, bounded by ctx.
