@@ -154,7 +154,7 @@ type Summary struct {
 	// Status is what `mythex status` said of the fleet at the end; nil when
 	// the demo stopped before.
 	Status *fleetstatus.Verdict `json:"status,omitempty"`
-	Dir        string             `json:"dir,omitempty"`
+	Dir    string               `json:"dir,omitempty"`
 }
 
 // OK reports whether every deploy succeeded and no request reached nothing

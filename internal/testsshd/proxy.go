@@ -22,7 +22,7 @@ type Proxy struct {
 }
 
 // NewProxy relays to addr until the test ends.
-func NewProxy(t *testing.T, addr string) *Proxy {
+func NewProxy(t testing.TB, addr string) *Proxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

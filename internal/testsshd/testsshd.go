@@ -45,14 +45,17 @@ type Options struct {
 	ListenAddress string
 	// Port is its port. Default: a free port of the test's namespace.
 	Port int
+	// Identity is a private key file to authorise (several servers, one
+	// deployer's key). Default: a new key.
+	Identity string
 }
 
 // Start runs sshd for the test's lifetime, or skips the test saying why when
 // it cannot: sshd missing (.ci/run installs openssh-server) or not root.
-func Start(t *testing.T) *Server { return StartWith(t, Options{}) }
+func Start(t testing.TB) *Server { return StartWith(t, Options{}) }
 
 // StartWith is Start placed by o: in a network namespace, on an address.
-func StartWith(t *testing.T, o Options) *Server {
+func StartWith(t testing.TB, o Options) *Server {
 	t.Helper()
 	sshd := "/usr/sbin/sshd"
 	if _, err := os.Stat(sshd); err != nil {
@@ -71,7 +74,21 @@ func StartWith(t *testing.T, o Options) *Server {
 		t.Fatal(err)
 	}
 	hostPub, _ := writeKey(t, filepath.Join(dir, "host_key"))
-	userPub, _ := writeKey(t, filepath.Join(dir, "id_ed25519"))
+	identity := filepath.Join(dir, "id_ed25519")
+	var userPub ssh.PublicKey
+	if o.Identity != "" {
+		b, err := os.ReadFile(o.Identity)
+		if err != nil {
+			t.Fatal(err)
+		}
+		signer, err := ssh.ParsePrivateKey(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		userPub, identity = signer.PublicKey(), o.Identity
+	} else {
+		userPub, _ = writeKey(t, identity)
+	}
 	authorized := filepath.Join(dir, "authorized_keys")
 	if err := os.WriteFile(authorized, ssh.MarshalAuthorizedKey(userPub), 0o600); err != nil {
 		t.Fatal(err)
@@ -141,7 +158,7 @@ LogLevel VERBOSE
 		}
 		time.Sleep(20 * time.Millisecond) // polling a port: a condition wait, bounded above
 	}
-	srv := &Server{Addr: addr, User: u.Username, HostKey: hostPub, Identity: filepath.Join(dir, "id_ed25519")}
+	srv := &Server{Addr: addr, User: u.Username, HostKey: hostPub, Identity: identity}
 	srv.KnownHosts = srv.KnownHostsAt(t, addr)
 	return srv
 }
@@ -149,7 +166,7 @@ LogLevel VERBOSE
 // KnownHostsAt writes a known_hosts file that lists the server's key for
 // addr (host:port: the server's own, or a proxy's in front of it) and
 // returns its path.
-func (s *Server) KnownHostsAt(t *testing.T, addr string) string {
+func (s *Server) KnownHostsAt(t testing.TB, addr string) string {
 	t.Helper()
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -171,7 +188,7 @@ func (s *Server) Port() int {
 }
 
 // writeKey makes an ed25519 key and writes its OpenSSH private key to path.
-func writeKey(t *testing.T, path string) (ssh.PublicKey, ed25519.PrivateKey) {
+func writeKey(t testing.TB, path string) (ssh.PublicKey, ed25519.PrivateKey) {
 	t.Helper()
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -193,12 +210,16 @@ func writeKey(t *testing.T, path string) (ssh.PublicKey, ed25519.PrivateKey) {
 
 // OtherKnownHosts writes a known_hosts file that lists a different key for
 // the server's address (a changed host key) and returns its path.
-func (s *Server) OtherKnownHosts(t *testing.T) string {
+func (s *Server) OtherKnownHosts(t testing.TB) string { return OtherKnownHostsAt(t, s.Addr) }
+
+// OtherKnownHostsAt writes a known_hosts file that lists a new key, no
+// server's, for addr (host:port) and returns its path.
+func OtherKnownHostsAt(t testing.TB, addr string) string {
 	t.Helper()
 	pub, _ := writeKey(t, filepath.Join(t.TempDir(), "other"))
+	host, port, _ := net.SplitHostPort(addr)
 	p := filepath.Join(t.TempDir(), "known_hosts")
-	host, _, _ := net.SplitHostPort(s.Addr)
-	line := fmt.Sprintf("[%s]:%d %s", host, s.Port(), ssh.MarshalAuthorizedKey(pub))
+	line := fmt.Sprintf("[%s]:%s %s", host, port, ssh.MarshalAuthorizedKey(pub))
 	if err := os.WriteFile(p, []byte(line), 0o600); err != nil {
 		t.Fatal(err)
 	}
