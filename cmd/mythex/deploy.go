@@ -99,6 +99,9 @@ With --json the prober's seconds join the event stream as
 
 Tokens: the agents' from --agent-token-file or $` + agentTokenEnv + `, the load
 balancer's from --lb-token-file, load_balancer.admin_token_file or $` + lbTokenEnv + `.
+Agents are reached over SSH (hosts[].ssh), TLS (agent_tls), loopback, or plain
+HTTP beyond loopback with --insecure-plaintext; every host is connected before
+anything changes, and a refused host key is exit 2.
 
 Exit status: 0 deployed and verified; 1 a host failed or the fleet did not
 verify (the message says what was rolled back), or the fleet had too few
