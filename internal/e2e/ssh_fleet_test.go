@@ -77,6 +77,7 @@ type netnsHost struct {
 // its fingerprint (exit 2), and an agent that is down behind a working SSH
 // connection is named (exit 2).
 func TestSSHFleet_RollingDeployOverSSH(t *testing.T) {
+	t.Parallel() // its own namespaces, processes, ports and directories
 	if testing.Short() {
 		t.Skip("end-to-end: network namespaces, sshd and a fleet of real processes")
 	}
