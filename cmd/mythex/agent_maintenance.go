@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -12,7 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mythex/mythex/internal/agentapi"
+	"github.com/mythex/mythex/internal/agentconn"
 	"github.com/mythex/mythex/internal/auth"
+	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/termui"
 )
 
@@ -23,6 +24,8 @@ type agentConnFlags struct {
 	host      string
 	tokenFile string
 	asJSON    bool
+	// insecurePlaintext allows plain HTTP to an agent beyond loopback.
+	insecurePlaintext bool
 }
 
 func (c *agentConnFlags) register(cmd *cobra.Command) {
@@ -32,6 +35,7 @@ func (c *agentConnFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&c.host, "host", "", "the host whose agent to ask, with -f (default: the machine's host name)")
 	fl.StringVar(&c.tokenFile, "token-file", "", "file holding the agent's bearer token (default $"+agentTokenEnv+")")
 	fl.BoolVar(&c.asJSON, "json", false, "print the agent's answer as JSON")
+	fl.BoolVar(&c.insecurePlaintext, "insecure-plaintext", false, "allow plain HTTP to an agent beyond loopback (with -f, hosts[].ssh and agent_tls are used when set)")
 }
 
 // again repeats the flags that named the agent, for a hint to run next.
@@ -52,37 +56,47 @@ func (c *agentConnFlags) again() string {
 	return s
 }
 
-// client returns a client for the agent the flags name.
-func (c *agentConnFlags) client() (*agentapi.Client, string, error) {
+// client returns a client for the agent the flags name, reached as every
+// command reaches agents (agentconn: the host's hosts[].ssh or agent_tls
+// with -f, loopback, or --insecure-plaintext), and the function that closes
+// its connection.
+func (c *agentConnFlags) client(ctx context.Context) (*agentapi.Client, string, func(), error) {
 	token, err := auth.LoadToken(c.tokenFile, agentTokenEnv)
 	if err != nil {
-		return nil, "", usagef("agent token: %v", err)
+		return nil, "", nil, usagef("agent token: %v", err)
 	}
-	addr, name := c.agent, c.host
-	if addr == "" && c.file != "" {
-		cfg, err := loadFleet(c.file)
-		if err != nil {
-			return nil, "", err
+	cfg := &fleet.Loaded{}
+	h := fleet.Host{Name: c.host, Agent: strings.TrimPrefix(c.agent, "http://")}
+	if c.agent == "" && c.file != "" {
+		if cfg, err = loadFleet(c.file); err != nil {
+			return nil, "", nil, err
 		}
+		name := c.host
 		if name == "" {
 			name, _ = os.Hostname()
 		}
-		h, ok := cfg.Host(name)
+		fh, ok := cfg.Host(name)
 		if !ok {
-			return nil, "", usagef("--host %q is not in %s (hosts: %s)", name, c.file, strings.Join(cfg.HostNames(), ", "))
+			return nil, "", nil, usagef("--host %q is not in %s (hosts: %s)", name, c.file, strings.Join(cfg.HostNames(), ", "))
 		}
-		if h.Agent == "" {
-			return nil, "", usagef("hosts[%s].agent is not set in %s; give --agent", name, c.file)
+		if fh.Agent == "" {
+			return nil, "", nil, usagef("hosts[%s].agent is not set in %s; give --agent", name, c.file)
 		}
-		addr = h.Agent
+		h = fh
 	}
-	if addr == "" {
-		addr = "127.0.0.1:9201"
+	if h.Agent == "" {
+		h.Agent = "127.0.0.1:9201"
 	}
-	if name == "" {
-		name = addr
+	if h.Name == "" {
+		h.Name = h.Agent
 	}
-	return agentapi.NewClient(addr, token, &http.Client{Timeout: 30 * time.Second}), name, nil
+	pool := agentconn.NewPool(agentconn.Options{InsecurePlaintext: c.insecurePlaintext, Warn: os.Stderr, Timeout: 30 * time.Second})
+	cl, err := pool.Connect(ctx, cfg, h, token)
+	if err != nil {
+		pool.Close()
+		return nil, "", nil, withCode(exitBadUse, err)
+	}
+	return cl, h.Name, func() { _ = pool.Close() }, nil
 }
 
 func newAgentMaintenanceCmd() *cobra.Command {
@@ -127,10 +141,11 @@ Without a subcommand it shows the maintenance window in force.`,
 			if on.reason == "" {
 				return usagef("--reason is empty: say why healing is paused, e.g. --reason \"db optimize\"")
 			}
-			c, name, err := conn.client()
+			c, name, done, err := conn.client(cmd.Context())
 			if err != nil {
 				return err
 			}
+			defer done()
 			by := on.by
 			if by == "" {
 				by = auth.WhoAmI()
@@ -154,10 +169,11 @@ Without a subcommand it shows the maintenance window in force.`,
 		Example: `  mythex agent maintenance off`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, name, err := conn.client()
+			c, name, done, err := conn.client(cmd.Context())
 			if err != nil {
 				return err
 			}
+			defer done()
 			rep, err := c.EndMaintenance(cmd.Context(), auth.WhoAmI())
 			if err != nil {
 				return agentErr(err)
@@ -181,10 +197,11 @@ Without a subcommand it shows the maintenance window in force.`,
 }
 
 func runMaintenanceStatus(ctx context.Context, conn agentConnFlags, out io.Writer) error {
-	c, name, err := conn.client()
+	c, name, done, err := conn.client(ctx)
 	if err != nil {
 		return err
 	}
+	defer done()
 	rep, err := c.Maintenance(ctx)
 	if err != nil {
 		return agentErr(err)

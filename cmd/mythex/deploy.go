@@ -19,6 +19,7 @@ import (
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/deployrec"
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/history"
 	"github.com/mythex/mythex/internal/hooks"
 	"github.com/mythex/mythex/internal/probe"
 	"github.com/mythex/mythex/internal/report"
@@ -41,6 +42,11 @@ type deployFlags struct {
 	measureURL string
 	rate       float64
 	rateSet    bool
+	// insecurePlaintext allows plain HTTP to agents beyond loopback.
+	insecurePlaintext bool
+	// rollback: version is --to of mythex rollback ("" for the fleet's
+	// last good), and the hosts publish their stored definitions of it.
+	rollback bool
 }
 
 func newDeployCmd() *cobra.Command {
@@ -95,6 +101,9 @@ With --json the prober's seconds join the event stream as
 
 Tokens: the agents' from --agent-token-file or $` + agentTokenEnv + `, the load
 balancer's from --lb-token-file, load_balancer.admin_token_file or $` + lbTokenEnv + `.
+Agents are reached over SSH (hosts[].ssh), TLS (agent_tls), loopback, or plain
+HTTP beyond loopback with --insecure-plaintext; every host is connected before
+anything changes, and a refused host key is exit 2.
 
 Exit status: 0 deployed and verified; 1 a host failed or the fleet did not
 verify (the message says what was rolled back), or the fleet had too few
@@ -144,6 +153,7 @@ nothing was changed.`,
 	fl.StringVar(&f.report, "report", "", "write an HTML report of the deploy to this file (self-contained, opens offline)")
 	fl.StringVar(&f.measureURL, "measure", "", "probe this URL through the deploy and count the requests that reached nothing (e.g. the load balancer's listener)")
 	fl.Float64Var(&f.rate, "rate", 200, "with --measure: requests per second")
+	fl.BoolVar(&f.insecurePlaintext, "insecure-plaintext", false, "allow plain HTTP to agents beyond loopback (the token crosses the network in clear; prefer hosts[].ssh or agent_tls)")
 	_ = cmd.MarkFlagRequired("version")
 	return cmd
 }
@@ -164,8 +174,10 @@ func deployExit(res deploy.Result, err error) error {
 // runDeploy resolves the definition for every host and runs the rolling
 // deploy, writing progress to out and warnings to errOut.
 func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOut io.Writer) (deploy.Result, error) {
-	if err := definition.CheckVersion(f.version); err != nil {
-		return deploy.Result{}, usagef("--version: %v", err)
+	if !f.rollback {
+		if err := definition.CheckVersion(f.version); err != nil {
+			return deploy.Result{}, usagef("--version: %v", err)
+		}
 	}
 	agentToken, err := auth.LoadToken(f.agentTokenFile, agentTokenEnv)
 	if err != nil {
@@ -184,13 +196,30 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 			fmt.Fprintf(errOut, "warning: timing invariant %s fails: %s (see mythex check -f %s)\n", r.Name, r.Formula, cfg.Path)
 		}
 	}
-	o, err := deployOptions(ctx, cfg, f.version, agentToken, lbToken, errOut)
-	if err != nil {
+	// Every agent is reached the same way for the whole deploy (SSH, TLS,
+	// loopback), connected before anything changes.
+	pool := newAgentPool(f.insecurePlaintext, errOut)
+	defer pool.Close()
+	build := func(ctx context.Context, version string) (deploy.Options, error) {
+		return deployOptions(ctx, cfg, version, agentToken, lbToken, pool, errOut)
+	}
+	kind, verb := history.KindDeploy, "deploy"
+	var o deploy.Options
+	if f.rollback {
+		var plan deploy.RollbackPlan
+		if o, plan, err = deploy.ForRollback(ctx, cfg, f.version, agentToken, pool, build); err != nil {
+			return deploy.Result{}, err
+		}
+		f.version, kind, verb = plan.Version, history.KindRollback, "rollback to"
+		if !f.asJSON {
+			fmt.Fprintf(out, "rolling the fleet back to %s (%s)\n", plan.Version, plan.Why)
+		}
+	} else if o, err = build(ctx, f.version); err != nil {
 		return deploy.Result{}, err
 	}
 	holder := f.holder
 	if holder == "" {
-		holder = fmt.Sprintf("deploy %s by %s", f.version, auth.WhoAmI())
+		holder = fmt.Sprintf("%s %s by %s", verb, f.version, auth.WhoAmI())
 	}
 	mode := termui.Plain
 	switch {
@@ -235,7 +264,7 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 	rec.EndDeploy(res, err)
 	probed := lm.Stop(ctx)
 	r.Close()
-	deploy.RecordHistory(ctx, o.Hosts, holder, began, res, err, errOut)
+	deploy.RecordHistory(ctx, kind, o.Hosts, holder, began, res, err, errOut)
 	switch {
 	case f.asJSON:
 		b, _ := json.Marshal(res)

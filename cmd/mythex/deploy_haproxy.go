@@ -14,12 +14,13 @@ import (
 // deployOptions builds the deploy of cfg for its load balancer's kind: the
 // embedded LB through its admin API, HAProxy through its Runtime API (after
 // a preflight that changes nothing: socket at level admin, version,
-// backend, servers, checks). Warnings go to errOut.
-func deployOptions(ctx context.Context, cfg *fleet.Loaded, version, agentToken, lbToken string, errOut io.Writer) (deploy.Options, error) {
+// backend, servers, checks); the agents through agents. Warnings go to
+// errOut.
+func deployOptions(ctx context.Context, cfg *fleet.Loaded, version, agentToken, lbToken string, agents deploy.Connector, errOut io.Writer) (deploy.Options, error) {
 	if cfg.LoadBalancer.Kind != fleet.KindHAProxy {
-		return deploy.ForFleet(ctx, cfg, version, agentToken, lbToken)
+		return deploy.ForFleet(ctx, cfg, version, agentToken, lbToken, agents)
 	}
-	o, rep, err := deploylb.ForFleet(ctx, cfg, version, agentToken)
+	o, rep, err := deploylb.ForFleet(ctx, cfg, version, agentToken, agents)
 	if err != nil {
 		return o, err
 	}

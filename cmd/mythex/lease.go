@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mythex/mythex/internal/agentapi"
+	"github.com/mythex/mythex/internal/agentconn"
 	"github.com/mythex/mythex/internal/auth"
 	"github.com/mythex/mythex/internal/termui"
 )
@@ -81,10 +81,11 @@ held there is nothing to break: it says so and exits 1.`,
 			if conn.agent == "" && (conn.file == "" || conn.host == "") {
 				return usagef("lease break acts on one host: give --agent ADDR, or -f mythex.yml with --host NAME")
 			}
-			c, name, err := conn.client()
+			c, name, done, err := conn.client(cmd.Context())
 			if err != nil {
 				return err
 			}
+			defer done()
 			by := br.by
 			if by == "" {
 				by = auth.WhoAmI()
@@ -133,34 +134,33 @@ held there is nothing to break: it says so and exits 1.`,
 }
 
 func runLeaseStatus(ctx context.Context, conn agentConnFlags, out io.Writer) error {
-	type target struct{ name, addr string }
-	var targets []target
-	var token string
+	var rows []agentapi.HostLeases
 	if conn.file != "" && conn.host == "" && conn.agent == "" {
-		t, err := auth.LoadToken(conn.tokenFile, agentTokenEnv)
+		token, err := auth.LoadToken(conn.tokenFile, agentTokenEnv)
 		if err != nil {
 			return usagef("agent token: %v", err)
 		}
-		token = t
 		cfg, err := loadFleet(conn.file)
 		if err != nil {
 			return err
 		}
+		pool := agentconn.NewPool(agentconn.Options{InsecurePlaintext: conn.insecurePlaintext, Warn: os.Stderr, Timeout: 30 * time.Second})
+		defer pool.Close()
 		for _, h := range cfg.Hosts {
-			targets = append(targets, target{h.Name, h.Agent})
+			c, err := pool.Connect(ctx, cfg, h, token)
+			if err != nil {
+				rows = append(rows, agentapi.HostLeases{Host: h.Name, Agent: h.Agent, Error: err.Error()})
+				continue
+			}
+			rows = append(rows, agentapi.AskLeases(ctx, c, h.Name))
 		}
-	}
-	var rows []agentapi.HostLeases
-	if targets == nil {
-		c, name, err := conn.client()
+	} else {
+		c, name, done, err := conn.client(ctx)
 		if err != nil {
 			return err
 		}
+		defer done()
 		rows = append(rows, agentapi.AskLeases(ctx, c, name))
-	} else {
-		for _, t := range targets {
-			rows = append(rows, agentapi.AskLeases(ctx, agentapi.NewClient(t.addr, token, &http.Client{Timeout: 30 * time.Second}), t.name))
-		}
 	}
 	var failed []string
 	for _, r := range rows {

@@ -78,6 +78,7 @@ func (a *Agent) Handler(token string) http.Handler {
 	mux.HandleFunc("PUT "+agentapi.PathMaintenance, a.handleMaintenanceOn)
 	mux.HandleFunc("DELETE "+agentapi.PathMaintenance, a.handleMaintenanceOff)
 	a.historyRoutes(mux)
+	a.definitionRoutes(mux)
 	mux.Handle("GET "+agentapi.PathMetrics, promhttp.HandlerFor(a.cfg.Registry, promhttp.HandlerOpts{}))
 	return auth.Bearer(token, mux)
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/mythex/mythex/internal/termui"
 )
 
 // WriteSummary writes `mythex demo`'s summary for people: per deploy its result,
@@ -71,6 +73,7 @@ func WriteSummary(w io.Writer, s Summary) {
 		}
 		fmt.Fprintf(w, "%s fault %s: fleet after: %s (want %s) · rolled back %v · new version reached %s · reached nothing %d of %d requests, bound %d\n",
 			mark, fr.Fault, after, fr.WantVersion, fr.RolledBack, orNone(fr.HostsReached), fr.ReachedNothing, s.Requests, fr.ReachedNothingBound)
+		writeStatus(w, s)
 		return
 	}
 	switch {
@@ -85,6 +88,16 @@ func WriteSummary(w io.Writer, s Summary) {
 	default:
 		fmt.Fprintln(w, "✗ a deploy failed (see above); the fleet was rolled back and kept serving")
 	}
+	writeStatus(w, s)
+}
+
+// writeStatus ends the demo with what `mythex status` says of its fleet.
+func writeStatus(w io.Writer, s Summary) {
+	if s.Status == nil {
+		return
+	}
+	fmt.Fprintln(w, "\nmythex status of the fleet:")
+	termui.WriteStatus(w, *s.Status)
 }
 
 func orNone(hosts []string) string {

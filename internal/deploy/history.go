@@ -23,11 +23,15 @@ type historian interface {
 // parallel, bounded; a host that cannot be written to is a warning, never a
 // changed result. A deploy refused before it touched anything (preflight,
 // another deploy in progress, bad input) is not recorded.
-func RecordHistory(ctx context.Context, hosts []Host, who string, began time.Time, res Result, err error, errOut io.Writer) {
+// kind is history.KindDeploy or history.KindRollback.
+func RecordHistory(ctx context.Context, kind string, hosts []Host, who string, began time.Time, res Result, err error, errOut io.Writer) {
 	if errors.Is(err, ErrPreflight) || errors.Is(err, ErrInProgress) || len(res.Hosts) == 0 {
 		return
 	}
 	recs := HistoryRecords(NewID(began), who, began, time.Now(), hosts, res, err)
+	for i := range recs {
+		recs[i].Kind = kind
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup

@@ -56,6 +56,25 @@ func (d *Deploy) After(ctx context.Context, res deploy.Result, err error) {
 	}
 }
 
+// AfterRollback runs on_rollback after `mythex rollback` (MYTHEX_RESULT ok
+// or failed), and on_failure too when it failed. A failing hook is
+// reported, and does not change the rollback's result.
+func (d *Deploy) AfterRollback(ctx context.Context, err error) {
+	result := "ok"
+	if err != nil {
+		result = "failed"
+	}
+	hookErr := d.run(ctx, "on_rollback", d.h.OnRollback, result)
+	if err != nil {
+		if e := d.run(ctx, "on_failure", d.h.OnFailure, result); hookErr == nil {
+			hookErr = e
+		}
+	}
+	if hookErr != nil {
+		fmt.Fprintf(d.errOut, "warning: %v\n", hookErr)
+	}
+}
+
 func (d *Deploy) run(ctx context.Context, name string, argv []string, result string) error {
 	if len(argv) == 0 {
 		return nil
