@@ -51,7 +51,7 @@ func Encode(rec Recording) ([]byte, error) {
 	if len(raw) > compressAbove {
 		var buf bytes.Buffer
 		zw, _ := gzip.NewWriterLevel(&buf, gzip.DefaultCompression) // a valid level: no error
-		_, _ = zw.Write(raw)                                     // a bytes.Buffer never fails
+		_, _ = zw.Write(raw)                                        // a bytes.Buffer never fails
 		if err := zw.Close(); err != nil {
 			return nil, fmt.Errorf("encode recording: %w", err)
 		}
