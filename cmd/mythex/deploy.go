@@ -207,16 +207,15 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 		out = &lockedWriter{w: out}
 	}
 	r := termui.NewDeployRendererAt(out, mode, start)
-	var rec *deployrec.Recorder // nil records nothing
-	if f.report != "" || f.measureURL != "" {
-		rec = deployrec.New("mythex "+strings.Join(os.Args[1:], " "), nil)
-		rec.SetFleet(cfg.Config)
-		var hosts []string
-		for _, h := range cfg.Hosts {
-			hosts = append(hosts, h.Name)
-		}
-		rec.BeginDeploy("", f.version, hosts)
+	// Every deploy is recorded: its report now (--report) or later, from
+	// the hosts' history (mythex history --report).
+	rec := deployrec.New("mythex "+strings.Join(os.Args[1:], " "), nil)
+	rec.SetFleet(cfg.Config)
+	var hosts []string
+	for _, h := range cfg.Hosts {
+		hosts = append(hosts, h.Name)
 	}
+	rec.BeginDeploy("", f.version, hosts)
 	o.Holder, o.Observer, o.AllowDowntime = holder, rec.Observe(r), f.allowDowntime
 	if len(f.targetServices) > 0 {
 		o.TargetServices = f.targetServices
@@ -236,8 +235,9 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 	res, err := d.Run(ctx)
 	rec.EndDeploy(res, err)
 	probed := lm.stop(ctx)
+	rec.Close() // the recording is complete: history and --report keep the same one
 	r.Close()
-	recordDeployHistory(ctx, o.Hosts, holder, began, res, err, errOut)
+	recordDeployHistory(ctx, o.Hosts, holder, began, res, err, rec.Recording(), errOut)
 	switch {
 	case f.asJSON:
 		b, _ := json.Marshal(res)

@@ -10,7 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/deploy"
+	"github.com/mythex/mythex/internal/deployrec"
 	"github.com/mythex/mythex/internal/history"
 )
 
@@ -19,15 +21,27 @@ type historian interface {
 	AppendHistory(ctx context.Context, r history.Record) error
 }
 
+// timelineKeeper is the part of an agent client that keeps a deploy's
+// recording beside its record.
+type timelineKeeper interface {
+	PutTimeline(ctx context.Context, id string, data []byte) error
+}
+
 // recordDeployHistory writes the deploy's record to every host's agent, in
-// parallel, bounded; a host that cannot be written to is a warning, never a
-// changed result. A deploy refused before it touched anything (preflight,
-// another deploy in progress, bad input) is not recorded.
-func recordDeployHistory(ctx context.Context, hosts []deploy.Host, who string, began time.Time, res deploy.Result, err error, errOut io.Writer) {
+// parallel, bounded, and after it the deploy's recording (its timeline, for
+// mythex history --report); a host that cannot be written to is a warning,
+// never a changed result. A deploy refused before it touched anything
+// (preflight, another deploy in progress, bad input) is not recorded.
+func recordDeployHistory(ctx context.Context, hosts []deploy.Host, who string, began time.Time, res deploy.Result, err error, timeline deployrec.Recording, errOut io.Writer) {
 	if errors.Is(err, deploy.ErrPreflight) || errors.Is(err, deploy.ErrInProgress) || len(res.Hosts) == 0 {
 		return
 	}
-	recs := historyRecords(newDeployID(began), who, began, time.Now(), hosts, res, err)
+	id := newDeployID(began)
+	recs := historyRecords(id, who, began, time.Now(), hosts, res, err)
+	blob, terr := deployrec.Encode(timeline)
+	if terr != nil {
+		fmt.Fprintf(errOut, "warning: the deploy's timeline is not kept (mythex history --report cannot draw it): %v\n", terr)
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -37,11 +51,25 @@ func recordDeployHistory(ctx context.Context, hosts []deploy.Host, who string, b
 		if !ok {
 			continue
 		}
+		warn := func(format string, a ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(errOut, "warning: host %s: "+format+"\n", append([]any{h.Name}, a...)...)
+		}
 		wg.Go(func() {
 			if err := hi.AppendHistory(ctx, recs[i]); err != nil {
-				mu.Lock()
-				fmt.Fprintf(errOut, "warning: host %s: deploy history not recorded: %v\n", h.Name, err)
-				mu.Unlock()
+				warn("deploy history not recorded: %v", err)
+				return
+			}
+			tk, ok := h.Agent.(timelineKeeper)
+			if !ok || blob == nil {
+				return
+			}
+			switch err := tk.PutTimeline(ctx, id, blob); {
+			case errors.Is(err, agentapi.ErrNotFound):
+				warn("its agent keeps no deploy timelines (it is older than this mythex; upgrade it for mythex history --report)")
+			case err != nil:
+				warn("deploy timeline not kept: %v", err)
 			}
 		})
 	}
