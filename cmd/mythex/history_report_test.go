@@ -108,4 +108,3 @@ backend: {keepalive_idle_timeout: 75s, stop_grace_period: 30s}
 		})
 	}
 }
-
