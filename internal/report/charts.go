@@ -418,7 +418,11 @@ func firstFailure(a axis, events []deploy.Event) *failMark {
 		case strings.Contains(who, ","):
 			who = "batch " + who
 		}
-		return &failMark{X: a.x(a.at(e.At)), Title: fmt.Sprintf("✗ %s failed at %s", who, e.Phase)}
+		what := string(e.Phase)
+		if e.Phase == deploy.PhaseCapacity {
+			what = "the capacity wait"
+		}
+		return &failMark{X: a.x(a.at(e.At)), Title: fmt.Sprintf("✗ %s failed at %s", who, what)}
 	}
 	return nil
 }
