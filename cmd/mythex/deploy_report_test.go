@@ -22,6 +22,7 @@ import (
 // writes the HTML report; the deploy's recording is kept on its hosts, and
 // history --report draws the same report from it.
 func TestDeploy_MeasureReport(t *testing.T) {
+	t.Parallel() // its own processes, ports and directories
 	if testing.Short() {
 		t.Skip("end-to-end: starts a fleet of real processes")
 	}
