@@ -20,6 +20,7 @@ import (
 	"github.com/mythex/mythex/internal/auth"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/lbapi"
+	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/lbport/embedded"
 	"github.com/mythex/mythex/internal/lbport/fleetlb"
 	"github.com/mythex/mythex/internal/runtime"
@@ -98,7 +99,12 @@ pauses during maintenance (mythex agent maintenance), heals only from the
 published definition and never writes it. --bootstrap makes the current
 definition run before anything else (what a server does at boot; see mythex
 agent bootstrap).`,
-		Example: `  openssl rand -hex 32 > /etc/mythex/agent-token   # once; give the deployer the same file
+		Example: `  # one host of the local example fleet (examples/local; the README starts all three and the LB)
+  export ` + agentTokenEnv + `=$(openssl rand -hex 32)
+  mythex agent -f examples/local/mythex.yml --host web-1 --state-dir state/web-1 --stop-services-on-exit
+
+  # on a server
+  openssl rand -hex 32 > /etc/mythex/agent-token   # once; give the deployer the same file
   export ` + agentTokenEnv + `=$(cat /etc/mythex/agent-token)
   mythex agent -f mythex.yml --host web-1 --state-dir /var/lib/mythex
 
@@ -107,7 +113,7 @@ agent bootstrap).`,
     --watchdog-interval 10s --watchdog-failures 4
 
   # services as containers (images built with: mythex image build)
-  mythex agent -f mythex.yml --host web-1 --state-dir /var/lib/mythex --runtime docker`,
+  mythex agent -f examples/docker/mythex.yml --host web-1 --state-dir state/web-1 --runtime docker`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(cmd, f.logFormat)
@@ -192,6 +198,12 @@ func runAgent(ctx context.Context, f agentFlags, log *slog.Logger) error {
 			var err error
 			if rec, err = haproxyRecovery(cfg, h); err != nil {
 				return err
+			}
+		}
+		if rec.LB != nil && cfg.LoadBalancer.Kind != fleet.KindHAProxy {
+			// The recovery keeps deploy.min_in_service as a deploy does.
+			if rec.Capacity, err = agent.CapacityFrom(&cfg.Config, h.Name, func(h fleet.Host) lbport.TargetRef { return fleetlb.Ref(cfg.LoadBalancer, h) }); err != nil {
+				return usagef("%v", err)
 			}
 		}
 	}

@@ -101,7 +101,7 @@ strikes start from zero afterwards.
 
 Without a subcommand it shows the maintenance window in force.`,
 		Example: `  mythex agent maintenance on --for 30m --reason "db optimize"
-  mythex agent maintenance -f mythex.yml --host web-2 on --for 2h --reason "kernel update" --by alice
+  mythex agent maintenance -f examples/local/mythex.yml --host web-2 on --for 2h --reason "kernel update" --by alice
   mythex agent maintenance off
   mythex agent maintenance status --json`,
 		Args: cobra.NoArgs,

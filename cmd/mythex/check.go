@@ -85,17 +85,18 @@ documented default and the output says so.
   # before the fixes: overlap fails by 57s, exit 1
   mythex check -f examples/seed/before.yml
 
-  # the live ALB target group against the file
+  # the live ALB target group against the file (examples/local/alb.yml: the local fleet's LB as one)
   mythex check --live -f mythex.yml
+  AWS_ACCESS_KEY_ID=AKIAEXAMPLE AWS_SECRET_ACCESS_KEY=secret mythex check --live -f examples/local/alb.yml
 
-  # in CI, keep the failing invariants for the log
-  mythex check --json | jq '.invariants[] | select(.ok | not)'
+  # the local example fleet; in CI, keep the failing invariants for the log
+  mythex check -f examples/local/mythex.yml --json | jq '.invariants[] | select(.ok | not)'
 
   # Kubernetes manifests as rendered by Helm, from stdin
   helm template ./chart | mythex check -
 
-  # a directory of manifests, compose files, fly.toml, Nomad jobs; GitHub annotations
-  mythex check deploy/ --format github
+  # a directory of manifests, compose files, fly.toml, Nomad jobs, mythex.yml; GitHub annotations
+  mythex check examples/ --format github
 
   # fail on marginal findings too
   mythex check k8s/ fly.toml --strict`,

@@ -26,7 +26,9 @@ func newImageCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "image",
 		Short: "Container images for the Docker runtime",
-		Args:  cobra.NoArgs,
+		Example: `  # the image examples/docker's compose.yaml runs, tagged for two versions
+  mythex image build --tag mythex/app:v1 --tag mythex/app:v2`,
+		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newImageBuildCmd())
 	return cmd

@@ -55,8 +55,9 @@ AWS CLI (--endpoint-url) can drive it. --elbv2-throttle N answers only N calls p
 (ThrottlingException beyond), to rehearse a throttled account.
 
 State changes are logged; requests are not. SIGINT or SIGTERM shut it down cleanly.`,
-		Example: `  # run the LB of the seed fleet, token from the environment
-  MYTHEX_LB_TOKEN=$(openssl rand -hex 32) mythex lb -f examples/seed/after.yml
+		Example: `  # run the LB of the local example fleet; the token from the environment, where deploy and status find it too
+  export MYTHEX_LB_TOKEN=$(openssl rand -hex 32)
+  mythex lb -f examples/local/mythex.yml
 
   # other addresses, token from a file, JSON logs
   mythex lb -f mythex.yml --listen 127.0.0.1:8080 --admin-listen 127.0.0.1:8079 \
@@ -66,10 +67,9 @@ State changes are logged; requests are not. SIGINT or SIGTERM shut it down clean
   curl -H "Authorization: Bearer $MYTHEX_LB_TOKEN" http://127.0.0.1:9079/v1/targets
 
   # also answer the ELBv2 API, and ask it with the AWS CLI
-  MYTHEX_LB_TOKEN=$(openssl rand -hex 32) MYTHEX_LB_AWS_ACCESS_KEY_ID=AKIAEXAMPLE MYTHEX_LB_AWS_SECRET_ACCESS_KEY=secret \
-      mythex lb -f mythex.yml
+  MYTHEX_LB_AWS_ACCESS_KEY_ID=AKIAEXAMPLE MYTHEX_LB_AWS_SECRET_ACCESS_KEY=secret mythex lb -f examples/local/mythex.yml
   AWS_ACCESS_KEY_ID=AKIAEXAMPLE AWS_SECRET_ACCESS_KEY=secret aws elbv2 describe-target-health \
-      --region us-east-1 --endpoint-url http://127.0.0.1:8079 \
+      --region us-east-1 --endpoint-url http://127.0.0.1:9079 \
       --target-group-arn arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/mythex/6d79746865786c62`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -174,7 +174,11 @@ point a kind alb config at its ELBv2 endpoint instead.
 
 Exit status: 0 applied (or nothing to change), 1 the load balancer failed the
 call, 2 bad input or refused credentials (nothing changed).`,
-		Example: `  # what would change
+		Example: `  # rehearse on the local example fleet: its LB started with a key pair answers the ELBv2 API
+  MYTHEX_LB_AWS_ACCESS_KEY_ID=AKIAEXAMPLE MYTHEX_LB_AWS_SECRET_ACCESS_KEY=secret mythex lb -f examples/local/mythex.yml &
+  AWS_ACCESS_KEY_ID=AKIAEXAMPLE AWS_SECRET_ACCESS_KEY=secret mythex lb apply -f examples/local/alb.yml --dry-run
+
+  # what would change
   mythex lb apply -f mythex.yml --dry-run
 
   # apply, for a CI log
@@ -226,7 +230,7 @@ call, 2 bad input or refused credentials (nothing changed).`,
 			}
 			switch {
 			case len(changes) == 0:
-				fmt.Fprintln(out, "the live target group already matches mythex.yml: nothing to change")
+				fmt.Fprintf(out, "the live target group already matches %s: nothing to change\n", file)
 				return nil
 			case dryRun:
 				fmt.Fprintf(out, "would change %d field(s) (--dry-run: nothing changed):\n", len(changes))

@@ -72,8 +72,10 @@ registers it with the load balancer again, then answers. --fleet breaks the
 fleet lease instead (no recovery: it only keeps other deploys out).
 
 It refuses (exit 1) while the holder renewed the lease within the last half
-of its TTL: a deploy that is alive. --force breaks it anyway.`,
-		Example: `  mythex lease break -f examples/local/mythex.yml --host web-2
+of its TTL: a deploy that is alive. --force breaks it anyway. With no lease
+held there is nothing to break: it says so and exits 1.`,
+		Example: `  # a deployer killed mid-deploy on the local example fleet (exit 1 when no lease is held)
+  mythex lease break -f examples/local/mythex.yml --host web-2
   mythex lease break --agent 127.0.0.1:9201 --fleet
   mythex lease break -f examples/local/mythex.yml --host web-2 --force --by alice --json`,
 		Args: cobra.NoArgs,

@@ -77,18 +77,18 @@ nothing or the command failed; 2 bad input; 3 when the measurement is
 incomplete (probe errors, unsent requests, interrupted). --json carries the
 same verdict: "verdict" (pass, fail, incomplete), "verdict_reason" and
 "max_dropped" beside the totals and per-second buckets.`,
-		Example: `  # 500 requests per second for 30 s through the load balancer
-  mythex measure --url http://127.0.0.1:8080/
+		Example: `  # 500 requests per second for 30 s through the local fleet's load balancer (examples/local)
+  mythex measure --url http://127.0.0.1:9080/
 
-  # gate a deploy in CI: fail if a single request reached nothing
-  mythex measure --url http://lb.internal/ --rate 200 --max-dropped 0 --json \
-      -- mythex deploy -f mythex.yml --version "$V"
+  # a deploy under load; fail if a single request reached nothing
+  mythex measure --url http://127.0.0.1:9080/ --rate 200 --max-dropped 0 --json \
+      -- mythex deploy -f examples/local/mythex.yml --version v2 > measure.json
 
   # the same, as an HTML report (requests by outcome, versions, latency per second)
-  mythex measure --url http://127.0.0.1:8080/ --duration 60s --report measure.html
+  mythex measure --url http://127.0.0.1:9080/ --duration 60s --report measure.html
 
   # watch a target's health endpoint: its 503s are drain signals, not errors
-  mythex measure --url http://10.0.0.5:8081/healthz --rate 20 --duration 60s`,
+  mythex measure --url http://127.0.0.1:9101/healthz --rate 20 --duration 60s`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
 				return usagef("unexpected argument %q: put the command to run while measuring after --, e.g. mythex measure --url URL -- COMMAND", args[0])

@@ -326,6 +326,7 @@ interrupted.`,
       --env MYTHEX_APP_VERSION=v2 --env MYTHEX_APP_CRASH_ON_START=500ms
 
   # on Fly, judged through the Machines API and the app's public health URL
+  # (needs a Machines API token: without one it stops at once, exit 2)
   FLY_API_TOKEN=... mythex publish --platform fly --app api \
       --image registry.fly.io/api:deployment-01H --port 8080
 

@@ -35,7 +35,9 @@ Without --every, one round runs. Exit status: 0 when every release checked
 still holds, 1 when one failed (and was rolled back), 3 when one could not be
 checked. With --every, rounds run until interrupted.`,
 		Example: `  mythex publish reconcile
-  mythex publish reconcile --every 30s --platform fly`,
+
+  # on Fly (needs a Machines API token: without one it stops at once, exit 2)
+  FLY_API_TOKEN=... mythex publish reconcile --every 30s --platform fly`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if every < 0 {

@@ -55,6 +55,13 @@ func newRootCmd() *cobra.Command {
 time with a drain handshake, heals crashed services without fighting deploys,
 gates publishes onto a machines platform, proves its timing relations and
 measures a deploy by the requests that reached nothing.`,
+		Example: `  # everything on this machine: a fleet, a rolling deploy under load, the dropped requests counted
+  go run ./cmd/mythex demo
+
+  # the local example fleet's timing relations, then a deploy of it (README: Run a fleet by hand)
+  mythex check -f examples/local/mythex.yml
+  mythex deploy -f examples/local/mythex.yml --version v2
+  mythex status -f examples/local/mythex.yml`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
