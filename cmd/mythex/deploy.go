@@ -238,12 +238,12 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 		out = termui.Locked(out)
 	}
 	r := termui.NewDeployRendererAt(out, mode, start)
-	var rec *deployrec.Recorder // nil records nothing
-	if f.report != "" || f.measureURL != "" {
-		rec = deployrec.New("mythex "+strings.Join(os.Args[1:], " "), nil)
-		rec.SetFleet(cfg.Config)
-		rec.BeginDeploy("", f.version, cfg.HostNames())
-	}
+	// Every deploy is recorded: its report now (--report) or later, from
+	// the hosts' history (mythex history --report).
+	rec := deployrec.New("mythex "+strings.Join(os.Args[1:], " "), nil)
+	rec.SetFleet(cfg.Config)
+	hosts := cfg.HostNames()
+	rec.BeginDeploy("", f.version, hosts)
 	o.Holder, o.Observer, o.AllowDowntime = holder, rec.Observe(r), f.allowDowntime
 	if len(f.targetServices) > 0 {
 		o.TargetServices = f.targetServices
@@ -263,8 +263,13 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 	res, err := d.Run(ctx)
 	rec.EndDeploy(res, err)
 	probed := lm.Stop(ctx)
+	rec.Close() // the recording is complete: history and --report keep the same one
 	r.Close()
-	deploy.RecordHistory(ctx, kind, o.Hosts, holder, began, res, err, errOut)
+	timeline, terr := deployrec.Encode(rec.Recording())
+	if terr != nil {
+		fmt.Fprintf(errOut, "warning: the deploy's timeline is not kept (mythex history --report cannot draw it): %v\n", terr)
+	}
+	deploy.RecordHistory(ctx, kind, o.Hosts, holder, began, res, err, timeline, errOut)
 	switch {
 	case f.asJSON:
 		b, _ := json.Marshal(res)

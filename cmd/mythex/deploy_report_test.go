@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +19,8 @@ import (
 // TestDeploy_MeasureReport: deploy --measure --rate --report --json on a
 // local fleet of real processes runs the prober through the deploy, streams
 // its seconds beside the deploy's events (target changes included), and
-// writes the HTML report.
+// writes the HTML report; the deploy's recording is kept on its hosts, and
+// history --report draws the same report from it.
 func TestDeploy_MeasureReport(t *testing.T) {
 	t.Parallel() // its own processes, ports and directories
 	if testing.Short() {
@@ -84,6 +87,44 @@ func TestDeploy_MeasureReport(t *testing.T) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
+
+	// The deploy's recording went to its hosts' agents with its record:
+	// history --report draws the same deploy from it, through the agents'
+	// API and their SQLite stores.
+	fromHistory := filepath.Join(dir, "history.html")
+	var hout, herr bytes.Buffer
+	if err := runHistory(ctx, f.Loaded, historyFlags{agentTokenFile: agentTok, report: fromHistory, timeout: 30 * time.Second}, &hout, &herr); err != nil {
+		t.Fatalf("history --report: %v\n%s\n%s", err, hout.String(), herr.String())
+	}
+	again, err := os.ReadFile(fromHistory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, later := reportFigures(html), reportFigures(again)
+	if len(at) < 8 || !maps.Equal(at, later) {
+		t.Errorf("the report from history differs in its figures:\n at deploy time %v\n from history   %v", at, later)
+	}
+}
+
+// figureRE finds a report's figures: its headline counts, its seconds and
+// hosts, each chart's rows, and its verdict.
+var figureRE = regexp.MustCompile(`data-count="([a-z_0-9]+)"><dt>[^<]*</dt><dd>([^<]*)</dd>|data-(seconds|hosts)="(\d+)"|data-chart="([a-z]+)" data-rows="(\d+)"|<h1 id="verdict" class="[a-z]+">([^<]*)</h1>`)
+
+func reportFigures(html []byte) map[string]string {
+	out := map[string]string{}
+	for _, m := range figureRE.FindAllSubmatch(html, -1) {
+		switch {
+		case len(m[1]) > 0:
+			out["count "+string(m[1])] = string(m[2])
+		case len(m[3]) > 0:
+			out[string(m[3])] = string(m[4])
+		case len(m[5]) > 0:
+			out["rows "+string(m[5])] = string(m[6])
+		default:
+			out["verdict"] = string(m[7])
+		}
+	}
+	return out
 }
 
 func TestCheckMeasureFlags(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/auth"
 	"github.com/mythex/mythex/internal/definition"
+	"github.com/mythex/mythex/internal/history"
 	"github.com/mythex/mythex/internal/watchdog"
 )
 
@@ -257,7 +258,7 @@ func writeErr(w http.ResponseWriter, err error) {
 		code = http.StatusUnprocessableEntity
 	case errors.Is(err, ErrNothingPublished):
 		code = http.StatusConflict
-	case errors.Is(err, ErrNoWatchdog):
+	case errors.Is(err, ErrNoWatchdog), errors.Is(err, history.ErrNoTimeline), errors.Is(err, history.ErrNoRecord):
 		code = http.StatusNotFound
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		code = http.StatusServiceUnavailable

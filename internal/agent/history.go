@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -72,8 +73,46 @@ func (a *Agent) History(ctx context.Context, limit int) ([]history.Record, error
 	return s.List(ctx, limit)
 }
 
-// historyRoutes serves GET (?limit=N) and POST of agentapi.PathHistory. No
-// lease is needed: a record changes nothing that runs, and a deployer writes
+// HistoryOf returns this host's record of deploy id (none when there is no
+// such deploy).
+func (a *Agent) HistoryOf(ctx context.Context, id string) ([]history.Record, error) {
+	s, err := a.history()
+	if err != nil {
+		return nil, err
+	}
+	return s.Find(ctx, id)
+}
+
+// PutTimeline keeps a deploy's recording beside this host's record of it.
+// Errors: ErrInvalid (wrapping history.ErrInvalid: empty, too large, not a
+// recording), history.ErrNoRecord.
+func (a *Agent) PutTimeline(ctx context.Context, id string, data []byte) error {
+	s, err := a.history()
+	if err != nil {
+		return err
+	}
+	if err := s.PutTimeline(ctx, id, a.cfg.Host, data); err != nil {
+		if errors.Is(err, history.ErrInvalid) {
+			return fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// Timeline returns the recording kept with this host's record of deploy id.
+// Errors: history.ErrNoTimeline.
+func (a *Agent) Timeline(ctx context.Context, id string) ([]byte, error) {
+	s, err := a.history()
+	if err != nil {
+		return nil, err
+	}
+	return s.Timeline(ctx, id, a.cfg.Host)
+}
+
+// historyRoutes serves GET (?limit=N, or ?id=ID) and POST of
+// agentapi.PathHistory, and GET and PUT of agentapi.PathTimeline. No lease
+// is needed: a record changes nothing that runs, and a deployer writes
 // it after its leases are gone.
 func (a *Agent) historyRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+agentapi.PathHistory, func(w http.ResponseWriter, r *http.Request) {
@@ -86,7 +125,13 @@ func (a *Agent) historyRoutes(mux *http.ServeMux) {
 			}
 			limit = n
 		}
-		recs, err := a.History(r.Context(), limit)
+		var recs []history.Record
+		var err error
+		if id := r.URL.Query().Get("id"); id != "" {
+			recs, err = a.HistoryOf(r.Context(), id)
+		} else {
+			recs, err = a.History(r.Context(), limit)
+		}
 		respond(w, agentapi.HistoryList{Records: recs}, err)
 	})
 	mux.HandleFunc("POST "+agentapi.PathHistory, func(w http.ResponseWriter, r *http.Request) {
@@ -96,5 +141,22 @@ func (a *Agent) historyRoutes(mux *http.ServeMux) {
 			return
 		}
 		respond(w, nil, a.AppendHistory(r.Context(), rec))
+	})
+	mux.HandleFunc("PUT "+agentapi.PathTimeline, func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(io.LimitReader(r.Body, history.MaxTimeline+1))
+		if err != nil {
+			writeErr(w, fmt.Errorf("%w: request body: %v", ErrInvalid, err))
+			return
+		}
+		respond(w, nil, a.PutTimeline(r.Context(), r.PathValue("id"), b))
+	})
+	mux.HandleFunc("GET "+agentapi.PathTimeline, func(w http.ResponseWriter, r *http.Request) {
+		b, err := a.Timeline(r.Context(), r.PathValue("id"))
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		_, _ = w.Write(b)
 	})
 }

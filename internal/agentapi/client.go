@@ -26,11 +26,12 @@ var (
 	ErrNoLease = errors.New("no such lease")
 	// ErrBadRequest: 400/422, the request (e.g. the definition) is invalid.
 	ErrBadRequest = errors.New("agent rejected the request")
+	// ErrNotFound: 404, no such thing on the agent (a definition ref never
+	// set, a deploy kept without a timeline) — or an agent too old to serve
+	// the path at all.
+	ErrNotFound = errors.New("not found on the agent")
 	// ErrUnreachable: the agent could not be reached at all.
 	ErrUnreachable = errors.New("agent unreachable")
-	// ErrNotFound: 404, the host keeps nothing under the name asked for
-	// (a definition ref never set).
-	ErrNotFound = errors.New("not found on the agent")
 )
 
 // Client calls one host agent. It is safe for concurrent use.
@@ -99,6 +100,16 @@ func (c *Client) do(ctx context.Context, method, path, lease string, in, out any
 	}
 	if out == nil {
 		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if raw, ok := out.(*rawBody); ok {
+		// An opaque answer (a timeline): read no more than one byte past
+		// its bound, so the caller sees it is too large.
+		b, err := io.ReadAll(io.LimitReader(resp.Body, raw.max+1))
+		if err != nil {
+			return fmt.Errorf("agent %s %s: read answer: %w", method, path, err)
+		}
+		raw.b = b
 		return nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
@@ -283,4 +294,21 @@ func (c *Client) History(ctx context.Context, limit int) ([]history.Record, erro
 	}
 	err := c.do(ctx, http.MethodGet, path, "", nil, &l)
 	return l.Records, err
+}
+
+// HistoryOf returns the host's record of deploy id (none when it has
+// none). An agent that does not filter by id answers with every record;
+// those of other deploys are dropped here.
+func (c *Client) HistoryOf(ctx context.Context, id string) ([]history.Record, error) {
+	var l HistoryList
+	if err := c.do(ctx, http.MethodGet, PathHistory+"?id="+url.QueryEscape(id), "", nil, &l); err != nil {
+		return nil, err
+	}
+	var out []history.Record
+	for _, r := range l.Records {
+		if r.ID == id {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }

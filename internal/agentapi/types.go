@@ -42,6 +42,11 @@ const (
 	// PathHistory: GET this host's deploy history (?limit=N, newest first),
 	// POST one record (body history.Record). No lease.
 	PathHistory = "/v1/history"
+	// PathTimeline: GET the timeline of deploy {id} on this host (the
+	// deploy's recording, as deployrec.Encode wrote it: gzip or JSON,
+	// at most history.MaxTimeline bytes), PUT it (the record must be
+	// POSTed to PathHistory first). 404 when there is none. No lease.
+	PathTimeline = "/v1/history/{id}/timeline"
 )
 
 // LeaseRequest asks for (or renews) a lease.

@@ -20,7 +20,6 @@ import (
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/auth"
 	"github.com/mythex/mythex/internal/fleet"
-	"github.com/mythex/mythex/internal/history"
 	"github.com/mythex/mythex/internal/transport"
 )
 
@@ -150,31 +149,4 @@ func (p *Pool) Close() error {
 	}
 	p.tunnels, p.closed = nil, true
 	return errors.Join(errs...)
-}
-
-// Histories reads the deploy history of every host of cfg from its agent
-// (at most limit records each; 0: all), in parallel, bounded by ctx. It
-// returns the records read and, for each host that could not be read, its
-// name and why: one silent host does not hide the others.
-func (p *Pool) Histories(ctx context.Context, cfg *fleet.Loaded, token string, limit int) (recs []history.Record, unread []string) {
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, h := range cfg.Hosts {
-		wg.Go(func() {
-			c, err := p.Connect(ctx, cfg, h, token)
-			var rs []history.Record
-			if err == nil {
-				rs, err = c.History(ctx, limit)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				unread = append(unread, fmt.Sprintf("%s (%v)", h.Name, err))
-				return
-			}
-			recs = append(recs, rs...)
-		})
-	}
-	wg.Wait()
-	return recs, unread
 }

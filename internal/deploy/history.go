@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/history"
 )
 
@@ -18,17 +19,25 @@ type historian interface {
 	AppendHistory(ctx context.Context, r history.Record) error
 }
 
-// RecordHistory writes the deploy's record (HistoryRecords, under a new
-// ID) to every host's agent, in
-// parallel, bounded; a host that cannot be written to is a warning, never a
-// changed result. A deploy refused before it touched anything (preflight,
-// another deploy in progress, bad input) is not recorded.
-// kind is history.KindDeploy or history.KindRollback.
-func RecordHistory(ctx context.Context, kind string, hosts []Host, who string, began time.Time, res Result, err error, errOut io.Writer) {
+// timelineKeeper is the part of an agent client that keeps a deploy's
+// recording beside its record.
+type timelineKeeper interface {
+	PutTimeline(ctx context.Context, id string, data []byte) error
+}
+
+// RecordHistory writes the deploy's record (HistoryRecords, under a new ID,
+// of the given kind: history.KindDeploy or history.KindRollback) to every
+// host's agent, in parallel, bounded, and after it timeline — the deploy's
+// recording as deployrec.Encode wrote it, for mythex history --report; nil
+// keeps none. A host that cannot be written to is a warning, never a changed
+// result. A deploy refused before it touched anything (preflight, another
+// deploy in progress, bad input) is not recorded.
+func RecordHistory(ctx context.Context, kind string, hosts []Host, who string, began time.Time, res Result, err error, timeline []byte, errOut io.Writer) {
 	if errors.Is(err, ErrPreflight) || errors.Is(err, ErrInProgress) || len(res.Hosts) == 0 {
 		return
 	}
-	recs := HistoryRecords(NewID(began), who, began, time.Now(), hosts, res, err)
+	id := NewID(began)
+	recs := HistoryRecords(id, who, began, time.Now(), hosts, res, err)
 	for i := range recs {
 		recs[i].Kind = kind
 	}
@@ -41,11 +50,25 @@ func RecordHistory(ctx context.Context, kind string, hosts []Host, who string, b
 		if !ok {
 			continue
 		}
+		warn := func(format string, a ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(errOut, "warning: host %s: "+format+"\n", append([]any{h.Name}, a...)...)
+		}
 		wg.Go(func() {
 			if err := hi.AppendHistory(ctx, recs[i]); err != nil {
-				mu.Lock()
-				fmt.Fprintf(errOut, "warning: host %s: deploy history not recorded: %v\n", h.Name, err)
-				mu.Unlock()
+				warn("deploy history not recorded: %v", err)
+				return
+			}
+			tk, ok := h.Agent.(timelineKeeper)
+			if !ok || timeline == nil {
+				return
+			}
+			switch err := tk.PutTimeline(ctx, id, timeline); {
+			case errors.Is(err, agentapi.ErrNotFound):
+				warn("its agent keeps no deploy timelines (it is older than this mythex; upgrade it for mythex history --report)")
+			case err != nil:
+				warn("deploy timeline not kept: %v", err)
 			}
 		})
 	}

@@ -162,7 +162,7 @@ func (r *Recorder) EndDeploy(res deploy.Result, err error) {
 	if r == nil {
 		return
 	}
-	out := &Result{OK: err == nil && res.OK, Seconds: res.Seconds, Hosts: slices.Clone(res.Hosts)}
+	out := &Result{OK: err == nil && res.OK, Seconds: res.Seconds, Hosts: slices.Clone(res.Hosts), RolledBack: slices.Clone(res.RolledBack)}
 	if err != nil {
 		out.Error = err.Error()
 	} else if !res.OK {
@@ -256,6 +256,7 @@ func (d Deploy) clone() Deploy {
 	if d.Result != nil {
 		res := *d.Result
 		res.Hosts = slices.Clone(res.Hosts)
+		res.RolledBack = slices.Clone(res.RolledBack)
 		d.Result = &res
 	}
 	if d.Probe != nil {

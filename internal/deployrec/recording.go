@@ -103,6 +103,9 @@ type Result struct {
 	Seconds float64 `json:"seconds"`
 	// Hosts are the per-host outcomes, phases and bounds.
 	Hosts []deploy.HostResult `json:"hosts"`
+	// RolledBack names the hosts a fleet rollback returned to their
+	// previous version (a failed host's own rollback is in its result).
+	RolledBack []string `json:"rolled_back,omitempty"`
 }
 
 // Probe is what the prober measured during one deploy.

@@ -65,6 +65,10 @@ type Record struct {
 	Phases []Phase `json:"phases,omitempty"`
 	// Error says why the deploy failed or was rolled back.
 	Error string `json:"error,omitempty"`
+	// Timeline is set by List when this host keeps the deploy's timeline
+	// (its recording, for mythex history --report); a record is stored
+	// without it (PutTimeline adds the timeline).
+	Timeline bool `json:"timeline,omitempty"`
 }
 
 // ErrInvalid is matched by Append's error for a record missing its id,
@@ -73,7 +77,11 @@ var ErrInvalid = errors.New("invalid history record")
 
 // Store is one host's history. Safe for concurrent use, including by several
 // processes (WAL, busy timeout); every Append is one transaction.
-type Store struct{ db *sql.DB }
+type Store struct {
+	db *sql.DB
+	// keepTimelines is KeepTimelines (tests lower it).
+	keepTimelines int
+}
 
 const schema = `
 CREATE TABLE IF NOT EXISTS records (
@@ -83,7 +91,14 @@ CREATE TABLE IF NOT EXISTS records (
 	record   TEXT    NOT NULL,
 	PRIMARY KEY (id, host)
 );
-CREATE INDEX IF NOT EXISTS records_started ON records(started);`
+CREATE INDEX IF NOT EXISTS records_started ON records(started);
+CREATE TABLE IF NOT EXISTS timelines (
+	id       TEXT    NOT NULL,
+	host     TEXT    NOT NULL,
+	started  INTEGER NOT NULL,
+	data     BLOB    NOT NULL,
+	PRIMARY KEY (id, host)
+);`
 
 // Open opens (creating if needed) the store at path.
 func Open(path string) (*Store, error) {
@@ -91,7 +106,7 @@ func Open(path string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{db: db}, nil
+	return &Store{db: db, keepTimelines: KeepTimelines}, nil
 }
 
 // Close closes the database.
@@ -123,6 +138,7 @@ func (s *Store) Append(ctx context.Context, r Record) error {
 	if err := Validate(r); err != nil {
 		return err
 	}
+	r.Timeline = false // List says it, from the timelines table
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -139,27 +155,47 @@ func (s *Store) Append(ctx context.Context, r Record) error {
 	return nil
 }
 
-// List returns the newest limit records (limit ≤ 0: all), newest first.
+// List returns the newest limit records (limit ≤ 0: all), newest first;
+// Record.Timeline says which have a timeline.
 func (s *Store) List(ctx context.Context, limit int) ([]Record, error) {
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT record FROM records ORDER BY started DESC, id DESC LIMIT ?`, limit)
+	return s.query(ctx, "list history", `SELECT r.record, t.id IS NOT NULL FROM records r
+		LEFT JOIN timelines t ON t.id = r.id AND t.host = r.host
+		ORDER BY r.started DESC, r.id DESC LIMIT ?`, limit)
+}
+
+// Find returns the records of deploy id (one per host this store keeps; an
+// agent's store keeps its own host's), none when there is no such deploy.
+func (s *Store) Find(ctx context.Context, id string) ([]Record, error) {
+	return s.query(ctx, "find history "+id, `SELECT r.record, t.id IS NOT NULL FROM records r
+		LEFT JOIN timelines t ON t.id = r.id AND t.host = r.host
+		WHERE r.id = ? ORDER BY r.host`, id)
+}
+
+func (s *Store) query(ctx context.Context, what, q string, args ...any) ([]Record, error) {
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list history: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer rows.Close()
 	var out []Record
 	for rows.Next() {
 		var raw string
-		if err := rows.Scan(&raw); err != nil {
-			return nil, err
+		var timeline bool
+		if err := rows.Scan(&raw, &timeline); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		var r Record
 		if err := json.Unmarshal([]byte(raw), &r); err != nil {
-			return nil, fmt.Errorf("list history: a corrupt record: %w", err)
+			return nil, fmt.Errorf("%s: a corrupt record: %w", what, err)
 		}
+		r.Timeline = timeline
 		out = append(out, r)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
 }

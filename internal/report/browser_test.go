@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/mythex/mythex/internal/demo"
+	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/deployrec"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/testbin"
@@ -381,4 +383,73 @@ func TestReport_NoNetworkAndSmall(t *testing.T) {
 		t.Errorf("a 10-minute deploy of 20 hosts makes a %d-byte report, want < %d", buf.Len(), MaxBytes)
 	}
 	t.Logf("sizes: demo %d bytes, 10-minute 20-host deploy %d bytes", d.size, buf.Len())
+}
+
+// TestReport_FailedInChromium: a failed deploy with a capacity wait, drawn
+// and read back in headless Chromium (no demo run needed): the failure
+// line is laid out across every chart and labelled, the failed host's row
+// label and the never-reached host's note are on the page, the capacity
+// wait is drawn on both hosts of its batch, hovering the failed phase says
+// so, and the console stays clean. Its screenshot is a test artifact.
+func TestReport_FailedInChromium(t *testing.T) {
+	rec := synthetic(3, 60, 200, 1)
+	d := &rec.Deploys[0]
+	// The first batch (web-1 and web-2) waited 1.9s for capacity before it
+	// took its leases at 2s.
+	d.Events = append([]deploy.Event{{At: t0.Add(2 * time.Second), Host: "web-1,web-2", Phase: deploy.PhaseCapacity,
+		Kind: deploy.EventEnd, Elapsed: 1.9, Detail: "3 of 3 targets in service (need 1)"}}, d.Events...)
+	var buf bytes.Buffer
+	if err := Write(&buf, rec); err != nil {
+		t.Fatal(err)
+	}
+	art := artifactDir(t)
+	path := filepath.Join(art, "report-failed.html")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := openInChromium(t, path)
+	type facts struct {
+		Lines     []float64 `json:"lines"` // each failure line's laid-out height, in CSS px
+		Label     string    `json:"label"`
+		Failed    string    `json:"failed"`
+		Note      string    `json:"note"`
+		Capacity  []string  `json:"capacity"` // the rows with a capacity wait
+		VerifyBox []float64 `json:"verify"`   // the failed verify bar: x, y, w, h
+	}
+	f := run(t, p, chromedp.Evaluate[facts](`(function () {
+  var f = {lines: [], capacity: []};
+  document.querySelectorAll("figure.chart line.failline").forEach(function (l) { f.lines.push(l.getBoundingClientRect().height); });
+  f.label = (document.querySelector(".faillab") || {}).textContent || "";
+  f.failed = (document.querySelector("[data-chart=phases] .rowlab.failed") || {}).textContent || "";
+  f.note = (document.querySelector("[data-chart=phases] .lanenote") || {}).textContent || "";
+  document.querySelectorAll("[data-chart=phases] g.row").forEach(function (r) {
+    if (r.querySelector(".seg.ph-capacity")) { f.capacity.push(r.dataset.row); }
+  });
+  var v = document.querySelector("[data-chart=phases] .seg.ph-verify.failed").getBoundingClientRect();
+  f.verify = [v.left, v.top, v.width, v.height];
+  return f;
+})()`))
+	if len(f.Lines) != 5 || slices.Min(f.Lines) < 10 {
+		t.Errorf("failure lines laid out %v px high; want one in each of the 5 charts", f.Lines)
+	}
+	if f.Label != "✗ web-2 failed at verify" || f.Failed != "✗ web-2" || !strings.HasPrefix(f.Note, "not reached") {
+		t.Errorf("label %q, failed row %q, note %q", f.Label, f.Failed, f.Note)
+	}
+	if strings.Join(f.Capacity, ",") != "web-1,✗ web-2" {
+		t.Errorf("capacity wait drawn in rows %v; want both hosts of the batch", f.Capacity)
+	}
+	v := f.VerifyBox
+	if err := chromedp.Do(p.ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, v[0]+v[2]/2, v[1]+v[3]/2)); err != nil {
+		t.Fatal(err)
+	}
+	if tip := run(t, p, chromedp.Evaluate[string](`document.querySelector(".tip").textContent`)); !strings.Contains(tip, "web-2verify (failed)") {
+		t.Errorf("hovering the failed phase shows %q; want web-2's verify (failed)", tip)
+	}
+	shot := run(t, p, chromedp.FullScreenshot(100))
+	if err := os.WriteFile(filepath.Join(art, "report-failed.png"), shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if console, _, failed := p.snapshot(); len(console)+len(failed) > 0 {
+		t.Errorf("console %q, failed loads %q", console, failed)
+	}
 }

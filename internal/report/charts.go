@@ -24,6 +24,27 @@ type Frame struct {
 	LabelX    float64 // right edge of row labels
 	PlotLeft  float64
 	PlotRight float64
+	// Fail marks the moment the deploy first failed, across every chart;
+	// nil when nothing failed.
+	Fail *failMark
+}
+
+// failMark is the vertical line at the deploy's first failure.
+type failMark struct {
+	X, Top, Bot float64
+	Title       string
+}
+
+// withFail returns f with the failure line m (nil: none) drawn from its
+// plot's top to the bottom of whatever it draws above the axis labels.
+func (f Frame) withFail(m *failMark) Frame {
+	if m == nil {
+		return f
+	}
+	mm := *m
+	mm.Top, mm.Bot = f.PlotTop, f.Height-axisH
+	f.Fail = &mm
+	return f
 }
 
 func newChart(a axis, plotH float64) Frame {
@@ -174,6 +195,11 @@ type seg struct {
 // row is one host (or version) of a rows chart.
 type row struct {
 	Label string
+	// Class styles the label: "failed" for a host whose deploy failed.
+	Class string
+	// Note is written in an empty lane, e.g. that the deploy never reached
+	// the host.
+	Note  string
 	Y     float64
 	TextY float64
 	Segs  []seg
@@ -186,13 +212,27 @@ type row struct {
 type rowsChart struct {
 	Frame
 	Rows []row
+	// Head is a label written over the rows at the failure line (the
+	// Gantt chart's "✗ web-1 failed at verify"); nil when none.
+	Head *headLabel
 }
 
-func newRows(a axis, labels []string) rowsChart {
+// headLabel is text over a chart's rows, anchored at X.
+type headLabel struct {
+	X, Y   float64
+	Anchor string // start or end, so it stays inside the plot
+	Text   string
+}
+
+func newRows(a axis, labels []string) rowsChart { return newRowsBelow(a, labels, 0) }
+
+// newRowsBelow is newRows with head units above the first row, for labels
+// written over the chart.
+func newRowsBelow(a axis, labels []string, head float64) rowsChart {
 	n := max(len(labels), 1)
-	c := rowsChart{Frame: newChart(a, float64(n)*(rowH+rowGap)-rowGap)}
+	c := rowsChart{Frame: newChart(a, head+float64(n)*(rowH+rowGap)-rowGap)}
 	for i, l := range labels {
-		y := c.PlotTop + float64(i)*(rowH+rowGap)
+		y := c.PlotTop + head + float64(i)*(rowH+rowGap)
 		c.Rows = append(c.Rows, row{Label: l, Y: y, TextY: y + rowH/2 + 4})
 	}
 	return c
@@ -220,8 +260,17 @@ type span struct {
 	detail   string
 }
 
+// beginless are the phases the deploy reports without a begin event: it
+// emits their end (or failure) with the time they took, and progress while
+// they wait.
+var beginless = map[deploy.Phase]bool{deploy.PhaseCapacity: true, deploy.PhaseRecheck: true}
+
 // phaseSpans pairs each begin with its end or fail; a phase never ended
-// runs to the axis end.
+// runs to the axis end. A phase the deploy reports without a begin (the
+// capacity wait before a batch is drained, the recheck) spans its end's
+// elapsed time back from the end, or from its first progress event while
+// it has not ended. A capacity wait is labelled with its whole batch
+// ("web-1,web-2") and drawn on each of those hosts.
 func phaseSpans(a axis, events []deploy.Event) []span {
 	type key struct {
 		host  string
@@ -230,18 +279,36 @@ func phaseSpans(a axis, events []deploy.Event) []span {
 	open := map[key]int{}
 	var out []span
 	for _, e := range events {
-		k := key{e.Host, e.Phase}
-		switch e.Kind {
-		case deploy.EventBegin:
-			open[k] = len(out)
-			out = append(out, span{host: e.Host, phase: e.Phase, from: a.at(e.At), to: a.span})
-		case deploy.EventEnd, deploy.EventFail:
-			i, ok := open[k]
-			if !ok {
-				continue
+		hosts := []string{e.Host}
+		if e.Phase == deploy.PhaseCapacity && strings.Contains(e.Host, ",") {
+			hosts = strings.Split(e.Host, ",")
+		}
+		for _, h := range hosts {
+			k := key{h, e.Phase}
+			switch e.Kind {
+			case deploy.EventBegin:
+				open[k] = len(out)
+				out = append(out, span{host: h, phase: e.Phase, from: a.at(e.At), to: a.span})
+			case deploy.EventProgress:
+				if _, ok := open[k]; ok || e.Elapsed <= 0 || !beginless[e.Phase] {
+					continue
+				}
+				// A wait without a begin, still going: it began Elapsed ago.
+				open[k] = len(out)
+				out = append(out, span{host: h, phase: e.Phase, from: a.at(e.At) - e.Elapsed, to: a.span})
+			case deploy.EventEnd, deploy.EventFail:
+				failed := e.Kind == deploy.EventFail
+				i, ok := open[k]
+				if !ok {
+					if e.Elapsed <= 0 {
+						continue
+					}
+					i = len(out)
+					out = append(out, span{host: h, phase: e.Phase, from: a.at(e.At) - e.Elapsed})
+				}
+				delete(open, k)
+				out[i].to, out[i].failed, out[i].detail = a.at(e.At), failed, e.Detail
 			}
-			delete(open, k)
-			out[i].to, out[i].failed, out[i].detail = a.at(e.At), e.Kind == deploy.EventFail, e.Detail
 		}
 	}
 	return out
@@ -260,14 +327,24 @@ func ganttLabels(hosts []string, spans []span) []string {
 	return labels
 }
 
-func buildGantt(a axis, hosts []string, events []deploy.Event) rowsChart {
+// ganttHead is the room over the Gantt rows for the failure's label.
+const ganttHead = 16.0
+
+// buildGantt draws each host's phases; res (nil while a deploy runs) marks
+// the hosts that failed and those the deploy never reached.
+func buildGantt(a axis, hosts []string, events []deploy.Event, res *deployrec.Result, fail *failMark) rowsChart {
 	spans := phaseSpans(a, events)
 	labels := ganttLabels(hosts, spans)
-	c := newRows(a, labels)
+	head := 0.0
+	if fail != nil {
+		head = ganttHead
+	}
+	c := newRowsBelow(a, labels, head)
 	if len(spans) == 0 {
 		c.Empty = "no deploy was recorded"
 		return c
 	}
+	drawn := map[string]bool{}
 	for _, s := range spans {
 		i := slices.Index(labels, s.host)
 		if s.host == "" {
@@ -276,6 +353,7 @@ func buildGantt(a axis, hosts []string, events []deploy.Event) rowsChart {
 		if i < 0 {
 			continue
 		}
+		drawn[labels[i]] = true
 		class := "ph ph-" + string(s.phase)
 		verb := "took"
 		if s.failed {
@@ -286,7 +364,27 @@ func buildGantt(a axis, hosts []string, events []deploy.Event) rowsChart {
 		if s.detail != "" {
 			title += ": " + s.detail
 		}
-		c.add(i, a, s.from, s.to, class, title, string(s.phase))
+		label := string(s.phase)
+		if s.phase == deploy.PhaseCapacity {
+			label = "capacity wait"
+			if float64(len(label))*6.2+6 >= a.x(s.to)-a.x(s.from) {
+				label = "wait"
+			}
+		}
+		c.add(i, a, s.from, s.to, class, title, label)
+	}
+	if res != nil {
+		for i, h := range labels {
+			j := slices.IndexFunc(res.Hosts, func(r deploy.HostResult) bool { return r.Host == h })
+			switch {
+			case j >= 0 && res.Hosts[j].Failed != "":
+				c.Rows[i].Class, c.Rows[i].Label = "failed", "✗ "+h
+			case j >= 0 && res.Hosts[j].RolledBack || slices.Contains(res.RolledBack, h):
+				c.Rows[i].Class, c.Rows[i].Label = "rolled", "↩ "+h
+			case j < 0 && !drawn[h] && h != fleetRow:
+				c.Rows[i].Note = "not reached: the deploy stopped before this host"
+			}
+		}
 	}
 	for _, e := range events {
 		if e.Kind != deploy.EventNote {
@@ -296,7 +394,37 @@ func buildGantt(a axis, hosts []string, events []deploy.Event) rowsChart {
 			c.Rows[i].Marks = append(c.Rows[i].Marks, text{X: a.x(a.at(e.At)), Y: c.Rows[i].Y, Text: e.Detail})
 		}
 	}
+	if fail != nil {
+		c.Frame = c.Frame.withFail(fail)
+		h := &headLabel{X: fail.X + 4, Y: c.PlotTop + ganttHead - 5, Anchor: "start", Text: fail.Title}
+		if fail.X > gutter+plotWidth*0.6 {
+			h.X, h.Anchor = fail.X-4, "end"
+		}
+		c.Head = h
+	}
 	return c
+}
+
+// firstFailure is the line drawn at the first phase that failed, or nil.
+func firstFailure(a axis, events []deploy.Event) *failMark {
+	for _, e := range events {
+		if e.Kind != deploy.EventFail {
+			continue
+		}
+		who := e.Host
+		switch {
+		case who == "":
+			who = "the fleet"
+		case strings.Contains(who, ","):
+			who = "batch " + who
+		}
+		what := string(e.Phase)
+		if e.Phase == deploy.PhaseCapacity {
+			what = "the capacity wait"
+		}
+		return &failMark{X: a.x(a.at(e.At)), Title: fmt.Sprintf("✗ %s failed at %s", who, what)}
+	}
+	return nil
 }
 
 // targetStates are the ALB target states, in the legend's order.

@@ -69,9 +69,31 @@ type section struct {
 	Targets  rowsChart
 	Versions rowsChart
 	Latency  latencyChart
-	Results  []deploy.HostResult
+	Results  []hostRow
 	Reasons  []deployrec.Reason
 	Data     hoverData
+}
+
+// hostRow is one line of the hosts table: a host's result, or that the
+// deploy never reached it.
+type hostRow struct {
+	deploy.HostResult
+	NotReached bool
+}
+
+// hostRows lists every host of the deploy, those it reached with their
+// results, then those it did not reach.
+func hostRows(hosts []string, results []deploy.HostResult) []hostRow {
+	out := make([]hostRow, 0, len(hosts))
+	for _, r := range results {
+		out = append(out, hostRow{HostResult: r})
+	}
+	for _, h := range hosts {
+		if !slices.ContainsFunc(results, func(r deploy.HostResult) bool { return r.Host == h }) {
+			out = append(out, hostRow{HostResult: deploy.HostResult{Host: h}, NotReached: true})
+		}
+	}
+	return out
 }
 
 // count is one figure of a section's header.
@@ -131,6 +153,7 @@ func buildSection(i int, d deployrec.Deploy) section {
 	start, end := axisBounds(d)
 	a := newAxis(start, end)
 	hosts := d.Hosts
+	fail := firstFailure(a, d.Events)
 	s := section{
 		ID:       fmt.Sprintf("d%d", i),
 		Title:    sectionTitle(d),
@@ -138,16 +161,20 @@ func buildSection(i int, d deployrec.Deploy) section {
 		Hosts:    len(hosts),
 		Span:     fmt.Sprintf("%.1f s", a.span),
 		Requests: buildRequests(a, d.Probe),
-		Gantt:    buildGantt(a, hosts, d.Events),
+		Gantt:    buildGantt(a, hosts, d.Events, d.Result, fail),
 		Targets:  buildTargets(a, hosts, d.Events),
 		Versions: buildVersions(a, d.Probe),
 		Latency:  buildLatency(a, d.Probe),
 	}
+	s.Requests.Frame = s.Requests.withFail(fail)
+	s.Targets.Frame = s.Targets.withFail(fail)
+	s.Versions.Frame = s.Versions.withFail(fail)
+	s.Latency.Frame = s.Latency.withFail(fail)
 	if len(hosts) == 0 {
 		s.Targets.Empty = "no deploy was recorded"
 	}
 	if d.Result != nil {
-		s.Results = d.Result.Hosts
+		s.Results = hostRows(hosts, d.Result.Hosts)
 	}
 	if p := d.Probe; p != nil {
 		s.Seconds = len(p.Seconds)

@@ -50,8 +50,11 @@ func TestWrite_Synthetic(t *testing.T) {
 
 // TestWrite_FailedDeploy: a host that failed verify and was rolled back,
 // with requests reaching nothing meanwhile, is impossible to miss: the
-// verdict is red and says it, the failed phase is outlined, the rollback
-// drawn, and the reached-nothing seconds marked in their strip with counts.
+// verdict is red and says it, the failed phase is outlined, the failed
+// host's row label marked, a line at the failure crosses every chart and is
+// labelled in the Gantt chart, the rollback drawn, the hosts never reached
+// say so, and the reached-nothing seconds are marked in their strip with
+// counts.
 func TestWrite_FailedDeploy(t *testing.T) {
 	rec := synthetic(3, 60, 200, 1)
 	var buf bytes.Buffer
@@ -68,10 +71,18 @@ func TestWrite_FailedDeploy(t *testing.T) {
 		`class="c rn mark"`,
 		`reached nothing: ` + deployrec.Thousands(rn),
 		`class="count bad" data-count="reached_nothing"`,
+		`<text class="rowlab failed" x="112" y="65">✗ web-2</text>`,
+		`<text class="faillab"`,
+		`>✗ web-2 failed at verify</text>`,
+		`<text class="lanenote" x="120" dx="8" y="91">not reached: the deploy stopped before this host</text>`,
+		`<tr class="not-reached"><td>web-3</td>`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q", want)
 		}
+	}
+	if n := strings.Count(out, `<line class="failline"`); n != 5 {
+		t.Errorf("%d failure lines, want one across each of the 5 charts", n)
 	}
 }
 
