@@ -26,6 +26,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// The parallel tests here run real fleets, engines and browsers and
+	// wait on them, not on CPU: three at once.
+	testbin.SetParallel(3)
 	code := m.Run()
 	testbin.Cleanup()
 	os.Exit(code)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"maps"
 	"os"
@@ -26,17 +25,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	// Every test here runs its own fleet and spends its time waiting on the
-	// fleet's timings (health checks, drains, look-twice windows), not on
-	// CPU: the whole suite keeps two cores about a quarter busy. So up to
-	// three fleets run at once, not -parallel's default of GOMAXPROCS,
-	// unless -parallel was given.
-	parallelSet := false
-	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
-	if !parallelSet {
-		_ = flag.Set("test.parallel", "3")
-	}
+	// Every test here runs its own fleet and waits on its timings, not on
+	// CPU (the whole suite keeps two cores about a quarter busy): three
+	// fleets at once.
+	testbin.SetParallel(3)
 	code := m.Run()
 	testbin.Cleanup()
 	os.Exit(code)

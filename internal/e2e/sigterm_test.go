@@ -22,6 +22,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// Each test (and each case of the fault matrices) runs its own fleet
+	// and waits on its timings, not on CPU: four at once.
+	testbin.SetParallel(4)
 	code := m.Run()
 	testbin.Cleanup()
 	os.Exit(code)

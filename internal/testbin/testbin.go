@@ -15,12 +15,14 @@ package testbin
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -120,4 +122,21 @@ func Cleanup() {
 	mu.Lock()
 	defer mu.Unlock()
 	built = map[string]string{}
+}
+
+// SetParallel makes the test binary run up to n parallel tests at once
+// (go test's -parallel, whose default is GOMAXPROCS) unless -parallel was
+// given. For packages of end-to-end tests that each run their own fleet of
+// processes and spend their time waiting on the fleet's timings (health
+// checks, drains, look-twice windows), not on CPU. Call it from TestMain
+// before m.Run.
+func SetParallel(n int) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", strconv.Itoa(n))
+	}
 }

@@ -1,6 +1,7 @@
 package testbin
 
 import (
+	"flag"
 	"os"
 	"testing"
 )
@@ -35,5 +36,23 @@ func TestBuild_SharedAndUpToDate(t *testing.T) {
 	}
 	if !os.SameFile(st1, st2) {
 		t.Error("the up-to-date binary was linked again")
+	}
+}
+
+// TestSetParallel: without -parallel on the command line it sets the
+// binary's parallelism; with it, the command line wins.
+func TestSetParallel(t *testing.T) {
+	f := flag.Lookup("test.parallel")
+	before := f.Value.String()
+	given := false
+	flag.Visit(func(fl *flag.Flag) { given = given || fl.Name == "test.parallel" })
+	SetParallel(7)
+	defer func() { _ = f.Value.Set(before) }()
+	want := "7"
+	if given {
+		want = before
+	}
+	if got := f.Value.String(); got != want {
+		t.Errorf("-parallel = %s after SetParallel(7), want %s (given on the command line: %v)", got, want, given)
 	}
 }
