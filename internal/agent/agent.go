@@ -172,7 +172,7 @@ func New(cfg Config) (*Agent, error) {
 	a.hostLease = &leaseKeeper{
 		clock: a.clock, log: a.log, lock: a.lock, kind: "host",
 		onExpire: func(rec leaseRecord) error {
-			return a.recover(rec.Lease, rec.Restore, rec.EndReason, rec.Step)
+			return a.recover(rec.Lease, rec.Restore, rec.Committed, rec.EndReason, rec.Step)
 		},
 		store:     leaseStoreIn(cfg.StateDir, hostLeaseFile, cfg.BootClock),
 		restoreOf: a.restoreTargetNow,

@@ -66,6 +66,13 @@ func (a *Agent) Handler(token string) http.Handler {
 	mux.HandleFunc("POST "+agentapi.PathMarkGood, a.leased("mark-good", func(r *http.Request) (any, error) {
 		return nil, a.MarkGood(r.Context())
 	}))
+	mux.HandleFunc("POST "+agentapi.PathCommit, a.leased("commit", func(r *http.Request) (any, error) {
+		var req agentapi.CommitRequest
+		if err := decodeBody(r, &req); err != nil {
+			return nil, err
+		}
+		return nil, a.Commit(r.Header.Get(agentapi.HeaderLease), req.Version)
+	}))
 	mux.HandleFunc("POST "+agentapi.PathVerify, func(w http.ResponseWriter, r *http.Request) {
 		var req agentapi.ServicesRequest
 		if err := decodeBody(r, &req); err != nil {

@@ -219,6 +219,25 @@ func (k *leaseKeeper) setStepLocked(step, state string) {
 	}
 }
 
+// commit records on lease id that the whole fleet passed the deploy's final
+// sweep on target. It is persisted before it is acknowledged: a commit the
+// disk refused is not recorded, and its error is returned.
+func (k *leaseKeeper) commit(id string, target restoreTarget) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err := k.checkLocked(id); err != nil {
+		return err
+	}
+	now := k.clock.Now()
+	rec := *k.cur
+	rec.Committed = &target
+	if err := k.store.write(rec, now, max(rec.Expires.Sub(now), 0)); err != nil {
+		return fmt.Errorf("commit not recorded: %w", err)
+	}
+	k.cur.Committed = &target
+	return nil
+}
+
 // beginStep checks that id is the live lease and records step as running
 // on it, in one hold of k.mu: a lease that ends after the check is recorded
 // as ending in this step (its recovery then knows what was in progress).

@@ -42,13 +42,19 @@ type leaseRecord struct {
 	BootID    string        `json:"boot_id,omitempty"`
 	SinceBoot time.Duration `json:"since_boot,omitempty"`
 	// Step is the deploy's operation in progress or last done on the host
-	// ("publish", "drain", "stop", "start", "rollback", "mark-good"), with
+	// ("publish", "drain", "stop", "start", "rollback", "commit",
+	// "mark-good"), with
 	// StepState "running", "done" or "failed".
 	Step      string `json:"step,omitempty"`
 	StepState string `json:"step_state,omitempty"`
 	// Restore is the definition the host returns to when the lease expires:
 	// the last known good at acquire time, else what was current then.
 	Restore *restoreTarget `json:"restore,omitempty"`
+	// Committed is the definition the whole fleet passed the deploy's final
+	// sweep on, recorded by its commit step (before any host is marked
+	// good): a recovery of a committed lease completes the release when
+	// that definition is still current, instead of restoring Restore.
+	Committed *restoreTarget `json:"committed,omitempty"`
 	// Expired is set once the lease has run out (or was broken): the
 	// recovery is due, and an agent that restarts runs it again until it
 	// succeeds. RecoveryError is its last failure.

@@ -360,6 +360,34 @@ func (a *Agent) Rollback(ctx context.Context) (agentapi.StartReport, error) {
 	return rep, nil
 }
 
+// Commit records on the host lease leaseID that the whole fleet passed the
+// deploy's final sweep on version, which must be the current definition
+// (ErrInvalid otherwise, or when it never started whole here). From then on
+// a lease that ends without release completes the release (recover).
+func (a *Agent) Commit(leaseID, version string) error {
+	a.opMu.Lock()
+	defer a.opMu.Unlock()
+	refs, err := a.store.Refs()
+	if err != nil {
+		return err
+	}
+	d, err := a.store.Current()
+	if errors.Is(err, definition.ErrNotFound) {
+		return ErrNothingPublished
+	}
+	if err != nil {
+		return err
+	}
+	if d.Version != version || refs.HalfDeployed() {
+		return fmt.Errorf("%w: commit of version %q: the current definition is version %s (half deployed: %v)", ErrInvalid, version, d.Version, refs.HalfDeployed())
+	}
+	if err := a.hostLease.commit(leaseID, restoreTarget{Version: d.Version, Hash: d.Hash}); err != nil {
+		return err
+	}
+	a.log.Info("deploy committed: the whole fleet passed its final sweep", "version", d.Version, "hash", short(d.Hash))
+	return nil
+}
+
 // MarkGood records the current definition as the host's last known good.
 func (a *Agent) MarkGood(ctx context.Context) error {
 	a.opMu.Lock()

@@ -77,9 +77,13 @@ func (a *Agent) restoreTargetNow() *restoreTarget {
 // recover runs when a deploy's host lease ends without release (expired,
 // ran out while the agent was down, broken), with the host lock held: it
 // returns the host to a verified definition (planRestore), running and
-// healthy, and puts it back into the load balancer. It records its progress
-// for status and returns its error.
-func (a *Agent) recover(l Lease, restore *restoreTarget, reason string, step string) error {
+// healthy, and puts it back into the load balancer. When the deploy had
+// committed (the whole fleet passed its final sweep on committed) and that
+// definition is still current, it first completes the release — marks it
+// last known good — so that the host keeps it rather than returning to the
+// version before: every host of a committed deploy ends on its version. It
+// records its progress for status and returns its error.
+func (a *Agent) recover(l Lease, restore, committed *restoreTarget, reason string, step string) error {
 	a.metrics.recoveries.Inc()
 	rec := &agentapi.Recovery{State: agentapi.RecoveryRunning, Holder: l.Holder, Reason: reason, Step: step, Started: a.clock.Now()}
 	a.setRecovery(rec)
@@ -98,6 +102,9 @@ func (a *Agent) recover(l Lease, restore *restoreTarget, reason string, step str
 		// The restore stops what runs: a host that serves leaves rotation
 		// first, and only with enough of the fleet in service.
 		out, err = a.leaveRotation(ctx)
+	}
+	if err == nil && committed != nil {
+		rec.Released, err = a.completeRelease(ctx, *committed)
 	}
 	if err == nil {
 		a.opMu.Lock()
@@ -126,6 +133,29 @@ func (a *Agent) recover(l Lease, restore *restoreTarget, reason string, step str
 	}
 	a.setRecovery(rec)
 	return err
+}
+
+// completeRelease finishes the release of a committed deploy whose lease
+// ended: when the committed definition is still current it is marked last
+// known good (as MarkGood does), and the restore that follows then keeps it
+// running. It reports whether it did; a host whose current definition is
+// another (it was rolled back meanwhile) is restored as usual.
+func (a *Agent) completeRelease(ctx context.Context, committed restoreTarget) (bool, error) {
+	refs, err := a.store.Refs()
+	if err != nil {
+		return false, err
+	}
+	if refs.Current != committed.Hash || refs.HalfDeployed() {
+		a.log.Warn("recovery: the deploy had committed, but its definition is no longer current here; restoring", "committed", committed.Version, "hash", short(committed.Hash))
+		return false, nil
+	}
+	if refs.LastGood != committed.Hash {
+		if err := a.MarkGood(ctx); err != nil {
+			return false, fmt.Errorf("complete the release of %s: %w", committed.Version, err)
+		}
+	}
+	a.log.Warn("recovery: the deploy had committed (the whole fleet passed its final sweep); release completed, keeping its version", "version", committed.Version, "hash", short(committed.Hash))
+	return true, nil
 }
 
 // signalledSteps are the deploy steps after which the host's services may

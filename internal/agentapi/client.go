@@ -239,6 +239,12 @@ func (c *Client) Rollback(ctx context.Context, lease string) (StartReport, error
 	return r, err
 }
 
+// Commit records in the host lease that the whole fleet passed the deploy's
+// final sweep on version (PathCommit); ErrNoLease when the lease is gone.
+func (c *Client) Commit(ctx context.Context, lease, version string) error {
+	return c.do(ctx, http.MethodPost, PathCommit, lease, CommitRequest{Version: version}, nil)
+}
+
 // MarkGood records the current definition as the host's last known good.
 func (c *Client) MarkGood(ctx context.Context, lease string) error {
 	return c.do(ctx, http.MethodPost, PathMarkGood, lease, nil, nil)

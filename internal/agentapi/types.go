@@ -28,6 +28,12 @@ const (
 	PathVerify     = "/v1/verify"      // POST: check the named services against the current definition
 	PathRollback   = "/v1/rollback"    // POST: previous definition back to current, running
 	PathMarkGood   = "/v1/mark-good"   // POST: record the current definition as last known good
+	// PathCommit: POST (body CommitRequest) records in the host lease that
+	// the whole fleet passed the deploy's final sweep on the current
+	// definition: if the lease then ends without release, the agent's
+	// recovery completes the release (marks it last known good, keeps it
+	// running) instead of restoring the version before.
+	PathCommit = "/v1/commit"
 	// PathLeaseBreak: POST (body LeaseBreakRequest) ends the host or fleet
 	// lease now, as if it had expired: the host lease's recovery runs before
 	// the answer (LeaseBreakReport). Refused with 409 while the holder still
@@ -82,6 +88,13 @@ type Lease struct {
 	Restore *DefinitionRef `json:"restore,omitempty"`
 }
 
+// CommitRequest is POST /v1/commit.
+type CommitRequest struct {
+	// Version is the version the whole fleet was verified on; the agent
+	// refuses (400) when its current definition is another.
+	Version string `json:"version"`
+}
+
 // LeaseBreakRequest is POST /v1/lease/break.
 type LeaseBreakRequest struct {
 	// Fleet breaks the fleet lease instead of the host lease.
@@ -120,6 +133,11 @@ type Recovery struct {
 	// Version is the definition the host was returned to ("" when the host
 	// ran nothing before that deploy and its new services were stopped).
 	Version string `json:"version,omitempty"`
+	// Released: the lease's deploy had committed (the whole fleet passed
+	// its final sweep on the current definition), so the recovery
+	// completed its release — marked the current definition last known
+	// good and kept it running — instead of restoring the one before.
+	Released bool `json:"released,omitempty"`
 	// Registered: the target was registered with the load balancer again.
 	Registered bool       `json:"registered"`
 	Started    time.Time  `json:"started"`

@@ -355,6 +355,7 @@ func (d *Deployer) Run(ctx context.Context) (res Result, err error) {
 	if err := d.sweep(ctx, moved); err != nil {
 		return res, d.rollbackFleet(ctx, &res, err, moved)
 	}
+	d.commit(ctx)
 	if err := d.markGood(ctx); err != nil {
 		return res, err
 	}
@@ -589,6 +590,32 @@ func (d *Deployer) sweep(ctx context.Context, moved []*hostState) error {
 	}
 	d.emit("", PhaseSweep, EventEnd, d.clock.Since(begin), fmt.Sprintf("%d hosts on %s", len(d.o.Hosts), d.o.Version))
 	return nil
+}
+
+// commit records on every host, in parallel and before any is marked good,
+// that the whole fleet passed the final sweep on the new version (the commit
+// point): a host whose lease then ends without release — the deployer died
+// in markGood — completes the release itself and keeps the new version, so
+// the fleet does not end split between two. A host that could not record it
+// is noted and left to markGood: without the commit, a lapse of its lease
+// returns it to its last good, as before.
+func (d *Deployer) commit(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, st := range d.states {
+		if st.lease == nil {
+			continue
+		}
+		id := st.lease.id
+		wg.Go(func() {
+			err := d.retry(ctx, st.h.Name, PhaseSweep, "commit", func(ctx context.Context) error {
+				return st.h.Agent.Commit(ctx, id, d.o.Version)
+			})
+			if err != nil {
+				d.emit(st.h.Name, PhaseSweep, EventNote, 0, fmt.Sprintf("commit of %s not recorded (%v): if this deploy dies before releasing the host, the host returns to its last good version", d.o.Version, err))
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // markGood records the new version as last known good on every host, now

@@ -412,3 +412,54 @@ func TestLowerBound(t *testing.T) {
 		})
 	}
 }
+
+// TestDeployer_CommitBeforeMarkGood: the deploy records the commit on every
+// host before it marks the first one good, and only once the whole fleet
+// passed the sweep: a deploy that rolls back commits nowhere.
+func TestDeployer_CommitBeforeMarkGood(t *testing.T) {
+	cases := map[string]struct {
+		failStartOn string // host whose start of v2 fails; "" for none
+		wantOK      bool
+	}{
+		"fleet verified": {wantOK: true},
+		"web-2 fails":    {failStartOn: "web-2"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(3)
+			var atFirstMarkGood []string
+			for _, a := range f.agents {
+				if a.name == tc.failStartOn {
+					a.failStartFor = "v2"
+				}
+				a.beforeMarkGood = func() {
+					if atFirstMarkGood != nil {
+						return
+					}
+					atFirstMarkGood = []string{}
+					for _, b := range f.agents {
+						b.mu.Lock()
+						atFirstMarkGood = append(atFirstMarkGood, b.committed)
+						b.mu.Unlock()
+					}
+				}
+			}
+			res, err := run(t, f.options(testConfig(fleet.DrainModeBoth), "v2"))
+			if (err == nil) != tc.wantOK || res.OK != tc.wantOK {
+				t.Fatalf("Run: ok %v, err %v; want ok %v", res.OK, err, tc.wantOK)
+			}
+			for _, a := range f.agents {
+				want := ""
+				if tc.wantOK {
+					want = "v2"
+				}
+				if a.committed != want {
+					t.Errorf("%s committed %q, want %q", a.name, a.committed, want)
+				}
+			}
+			if tc.wantOK && !slices.Equal(atFirstMarkGood, []string{"v2", "v2", "v2"}) {
+				t.Errorf("when the first host was marked good, the hosts had committed %q; want every host on v2", atFirstMarkGood)
+			}
+		})
+	}
+}

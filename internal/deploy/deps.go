@@ -28,6 +28,7 @@ type Agent interface {
 	Verify(ctx context.Context, services []string, version string) (agentapi.VerifyReport, error)
 	Rollback(ctx context.Context, lease string) (agentapi.StartReport, error)
 	MarkGood(ctx context.Context, lease string) error
+	Commit(ctx context.Context, lease, version string) error
 }
 
 var _ Agent = (*agentapi.Client)(nil)

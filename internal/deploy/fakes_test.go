@@ -63,6 +63,11 @@ type fakeAgent struct {
 	unhealthyFor  string // version that starts but fails verify
 	killOnStop    bool
 	loseLeaseOnce bool
+	// committed is the version the deploy committed on this host (its
+	// fleet passed the sweep); beforeMarkGood, when set, runs as MarkGood
+	// is called.
+	committed      string
+	beforeMarkGood func()
 }
 
 func newFakeAgent(name, version string, services []string) *fakeAgent {
@@ -266,7 +271,20 @@ func (a *fakeAgent) Rollback(_ context.Context, lease string) (agentapi.StartRep
 	return a.startCurrent()
 }
 
+func (a *fakeAgent) Commit(_ context.Context, lease, version string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.checkLease(lease); err != nil {
+		return err
+	}
+	a.committed = version
+	return nil
+}
+
 func (a *fakeAgent) MarkGood(_ context.Context, lease string) error {
+	if a.beforeMarkGood != nil {
+		a.beforeMarkGood()
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err := a.checkLease(lease); err != nil {

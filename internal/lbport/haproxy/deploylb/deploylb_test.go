@@ -115,6 +115,8 @@ func (h *simHost) Rollback(context.Context, string) (agentapi.StartReport, error
 }
 func (h *simHost) MarkGood(context.Context, string) error { return nil }
 
+func (h *simHost) Commit(context.Context, string, string) error { return nil }
+
 var _ deploy.Agent = (*simHost)(nil)
 
 func shortTempDir(t *testing.T) string {
