@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -81,11 +80,13 @@ func settleAndCount(t *testing.T, f *demo.Fleet, p *probe.Prober, what string, o
 // case per phase: the real `mythex deploy` process, under load, is
 // SIGKILLed when its progress output says a host began the phase — web-2,
 // the second host of three, for the phases of a host's deploy; web-1 for
-// release, after the fleet's sweep. Nothing finishes that deploy; the
-// agents' lease-expiry recovery must return every host to its last good
-// version, in rotation and healthy, no lease left, and no request may reach
-// nothing (the recovery of a serving host keeps deploy.min_in_service and
-// drains it first). The cases share two fleets, three cases each in turn:
+// release, after the fleet's sweep and its commit. Nothing finishes that
+// deploy; the agents' lease-expiry recovery must return every host to its
+// last good version — or, for release, complete the committed deploy on
+// every host, so that the whole fleet ends on the new version — in rotation
+// and healthy, no lease left, and no request may reach nothing (the
+// recovery of a serving host keeps deploy.min_in_service and drains it
+// first). The cases share two fleets, three cases each in turn:
 // each case leaves its fleet whole for the next.
 func TestDeployerKilledInEachPhase(t *testing.T) {
 	if testing.Short() {
@@ -98,13 +99,11 @@ func TestDeployerKilledInEachPhase(t *testing.T) {
 	type kcase struct {
 		phase deploy.Phase
 		host  string
-		// split: the fleet may end with each host on its own last good
-		// version. A kill inside release — web-1 recorded v(n) as good
-		// and let go, web-2 not yet — leaves web-2 to its last good,
-		// v(n-1): every host whole and serving, the fleet on two
-		// versions until the next deploy (docs/faults.md). Otherwise
-		// the fleet ends on the version it ran before.
-		split bool
+		// committed: the kill comes after the deploy's commit point
+		// (every host recorded that the fleet passed the final sweep),
+		// so every host completes the release and the fleet ends on the
+		// new version. Otherwise it ends on the version it ran before.
+		committed bool
 	}
 	groups := map[string][]kcase{
 		"fleet-a": {{deploy.PhaseLease, "web-2", false}, {deploy.PhaseStop, "web-2", false}, {deploy.PhaseVerify, "web-2", false}},
@@ -129,12 +128,15 @@ func TestDeployerKilledInEachPhase(t *testing.T) {
 						p.Stop()
 						t.Fatalf("the deployer was not killed at %s's %s: %v", tc.host, tc.phase, err)
 					}
-					got := settleAndCount(t, f, p, "deployer killed as "+tc.host+" began "+string(tc.phase), !tc.split)
+					got := settleAndCount(t, f, p, "deployer killed as "+tc.host+" began "+string(tc.phase), !tc.committed)
 					switch {
-					case tc.split && !slices.Contains([]string{before, version, before + "+" + version, version + "+" + before}, got):
-						t.Errorf("the fleet ends on %s, want %s and/or %s", got, before, version)
-					case !tc.split && got != before:
+					case tc.committed && got != version:
+						t.Errorf("the fleet ends on %s, want %s on every host: the deploy had committed", got, version)
+					case !tc.committed && got != before:
 						t.Errorf("the fleet ends on %s, want %s, the version it ran before", got, before)
+					}
+					if tc.committed {
+						before = version
 					}
 					t.Logf("case took %v", time.Since(begin).Round(100*time.Millisecond))
 				})
