@@ -67,13 +67,16 @@ func LeaseStep(l agentapi.Lease) string {
 }
 
 // RecoveryDetail completes "recovery <state>" with what the agent's
-// recovery after a lease did: the version it returned to, the re-registration,
-// the error.
+// recovery after a lease did: the version it returned to (or kept, when it
+// completed a committed deploy's release), the re-registration, the error.
 func RecoveryDetail(r agentapi.Recovery) string {
 	s := ""
-	if r.Version != "" {
+	switch {
+	case r.Released:
+		s += ": the deploy had committed; release completed, kept " + r.Version
+	case r.Version != "":
 		s += ": back on " + r.Version
-	} else if r.State == agentapi.RecoveryRestored {
+	case r.State == agentapi.RecoveryRestored:
 		s += ": the host ran nothing before that deploy; its new services were stopped"
 	}
 	if r.Registered {
