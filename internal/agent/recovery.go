@@ -98,13 +98,16 @@ func (a *Agent) recover(l Lease, restore, committed *restoreTarget, reason strin
 		out          bool
 		err          error
 	)
-	if signalledSteps[step] {
+	if committed != nil {
+		rec.Released, err = a.completeRelease(ctx, *committed)
+	}
+	// After a commit that did not complete here (the commit failed on this
+	// host, or it was not current), the host serves the new version in
+	// rotation and the restore replaces it: it leaves rotation first too.
+	if err == nil && (signalledSteps[step] || (step == "commit" && !rec.Released)) {
 		// The restore stops what runs: a host that serves leaves rotation
 		// first, and only with enough of the fleet in service.
 		out, err = a.leaveRotation(ctx)
-	}
-	if err == nil && committed != nil {
-		rec.Released, err = a.completeRelease(ctx, *committed)
 	}
 	if err == nil {
 		a.opMu.Lock()
