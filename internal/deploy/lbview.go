@@ -102,4 +102,3 @@ func (v *lbView) Settings(ctx context.Context) (lbport.Settings, error) { return
 
 // Apply is the driver's.
 func (v *lbView) Apply(ctx context.Context, s lbport.Settings) error { return v.d.Apply(ctx, s) }
-
