@@ -331,11 +331,18 @@ func (f *Fleet) serveLB(targets []lb.TargetStatus, wait bool) error {
 // restartLBOnce restarts the load balancer once (the lb-restart fault): the
 // running generation shuts down — its admin API now refuses connections,
 // its in-flight requests finish — and a new one starts with the same
-// targets, serving the same listening socket. Later calls do nothing.
-func (f *Fleet) restartLBOnce(context.Context) {
+// targets, serving the same listening socket. HAProxy is reloaded instead
+// (local.HAProxy.Reload: a new process from haproxy.cfg, every server's
+// runtime state reset). Later calls do nothing.
+func (f *Fleet) restartLBOnce(ctx context.Context) {
 	f.restartOnce.Do(func() {
 		begin := time.Now()
 		defer func() { f.RestartTook = time.Since(begin) }()
+		if f.haproxy != nil {
+			// HAProxy's own restart: a soft reload.
+			f.RestartErr = f.haproxy.Reload(ctx)
+			return
+		}
 		f.lbMu.Lock()
 		old, cancel, done := f.LB, f.lbCancel, f.lbDone
 		f.lbMu.Unlock()
