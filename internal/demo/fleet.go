@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -35,6 +36,7 @@ import (
 	"github.com/mythex/mythex/internal/lb"
 	"github.com/mythex/mythex/internal/lbapi"
 	"github.com/mythex/mythex/internal/lbport/fleetlb"
+	"github.com/mythex/mythex/internal/lbport/haproxy/deploylb"
 	"github.com/mythex/mythex/internal/lbport/haproxy/local"
 )
 
@@ -122,6 +124,9 @@ type Fleet struct {
 	// RestartTook is how long the admin API was down for it.
 	RestartErr  error
 	RestartTook time.Duration
+	// DrainsReapplied counts the drains HAProxy lost (a reload) that the
+	// deploys' driver found and set again.
+	DrainsReapplied atomic.Int64
 }
 
 // StartFleet writes the fleet's config, starts the load balancer and one agent
@@ -462,6 +467,9 @@ func (f *Fleet) Deploy(ctx context.Context, version string, vars map[string]stri
 		if c, ok := d.(interface{ Calls() int64 }); ok {
 			defer func() { f.LBCalls = c.Calls() }()
 		}
+	}
+	if hl, ok := o.LB.(deploylb.LB); ok {
+		defer func() { f.DrainsReapplied.Add(hl.Driver.Reapplied()) }()
 	}
 	o.Holder = "mythex demo " + version
 	o.Observer = obs
