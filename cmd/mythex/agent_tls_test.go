@@ -20,6 +20,7 @@ import (
 // deployer holding a fleet certificate, and refuses plain HTTP and a client
 // without a certificate.
 func TestAgentCmd_TLS(t *testing.T) {
+	t.Parallel() // its own processes, ports and directories
 	if testing.Short() {
 		t.Skip("runs the agent as a process")
 	}

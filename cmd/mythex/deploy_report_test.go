@@ -19,6 +19,7 @@ import (
 // its seconds beside the deploy's events (target changes included), and
 // writes the HTML report.
 func TestDeploy_MeasureReport(t *testing.T) {
+	t.Parallel() // its own processes, ports and directories
 	if testing.Short() {
 		t.Skip("end-to-end: starts a fleet of real processes")
 	}

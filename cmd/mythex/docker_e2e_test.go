@@ -146,6 +146,7 @@ watchdog: {interval: 10s, failures_before_heal: 4}
 deploy:
   batch_size: 1
   drain_mode: both
+  min_healthy_time: 1s
   compose: compose.yaml
   verify: [gateway]
 `, f.lbAddr, f.admin)

@@ -203,6 +203,7 @@ func TestCheckLive_RefusalsExit2AndChangeNothing(t *testing.T) {
 // TestAWSCLI_DrivesTheEmbeddedLB runs the real AWS CLI against the embedded
 // LB's ELBv2 endpoint: describe, register, deregister.
 func TestAWSCLI_DrivesTheEmbeddedLB(t *testing.T) {
+	t.Parallel() // its own processes, ports and directories
 	awsBin, err := exec.LookPath("aws")
 	if err != nil {
 		t.Skip("the AWS CLI is not installed (Debian: apt-get install -y awscli); skipping the AWS CLI test")

@@ -42,6 +42,7 @@ func startALBFleet(t *testing.T, throttle float64) *Fleet {
 }
 
 func TestDemo_ALBDriverDeployUnderLoadDropsNothing(t *testing.T) {
+	t.Parallel() // its own fleet: processes, ports and directories
 	bin := mythexBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -70,7 +71,9 @@ func TestDemo_ALBDriverDeployUnderLoadDropsNothing(t *testing.T) {
 }
 
 func TestFleet_ALBThrottledDeployIsSlowerButSucceeds(t *testing.T) {
-	f := startALBFleet(t, 2) // 2 ELBv2 calls a second, for every caller
+	t.Parallel()
+	// 2 ELBv2 calls a second, for every caller.
+	f := startALBFleet(t, 2)
 	stop := load(t, f, 100)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -106,6 +109,7 @@ func TestFleet_ALBThrottledDeployIsSlowerButSucceeds(t *testing.T) {
 }
 
 func TestFleet_ALBRefusalsChangeNothing(t *testing.T) {
+	t.Parallel() // its own fleet: processes, ports and directories
 	f := startALBFleet(t, 0)
 	before := f.LB.Group.Targets()
 	tests := []struct {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"maps"
 	"os"
@@ -25,6 +26,17 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	// Every test here runs its own fleet and spends its time waiting on the
+	// fleet's timings (health checks, drains, look-twice windows), not on
+	// CPU: the whole suite keeps two cores about a quarter busy. So up to
+	// three fleets run at once, not -parallel's default of GOMAXPROCS,
+	// unless -parallel was given.
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		_ = flag.Set("test.parallel", "3")
+	}
 	code := m.Run()
 	testbin.Cleanup()
 	os.Exit(code)
@@ -440,6 +452,7 @@ func deployCmd(t *testing.T, bin string, f *Fleet, version string) (*exec.Cmd, *
 // changed the load balancer. Now the agents recover while it is frozen, and
 // once resumed it changes nothing anywhere.
 func TestDeployCommand_FrozenPastItsLeaseChangesNothing(t *testing.T) {
+	t.Parallel() // its own fleet: processes, ports and directories
 	bin := mythexBin(t)
 	f := startFleet(t, 2)
 	cmd, sc, wait := deployCmd(t, bin, f, "v2")
@@ -492,6 +505,7 @@ func TestDeployCommand_FrozenPastItsLeaseChangesNothing(t *testing.T) {
 // The issue: `mythex deploy --json | head` rolled web-1 back. A closed
 // stdout drops the output and the deploy goes on to the end.
 func TestDeployCommand_ClosedStdoutDoesNotStopTheDeploy(t *testing.T) {
+	t.Parallel() // its own fleet: processes, ports and directories
 	bin := mythexBin(t)
 	f := startFleet(t, 2)
 	cmd := exec.Command(bin, "deploy", "-f", f.Loaded.Path, "--version", "v2", "--json")
@@ -523,6 +537,7 @@ func TestDeployCommand_ClosedStdoutDoesNotStopTheDeploy(t *testing.T) {
 // entry the compose file lacks (the issue restarted web-1 twice before
 // failing on it), a missing executable.
 func TestDeployCommand_BadDefinitionRefusedBeforeTouchingAnything(t *testing.T) {
+	t.Parallel() // its own fleet: processes, ports and directories
 	bin := mythexBin(t)
 	f := startFleet(t, 2)
 	write := func(name string, mod func(*fleet.Config)) string {

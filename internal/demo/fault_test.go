@@ -15,6 +15,7 @@ import (
 // and in rotation — and the requests that reached nothing against the
 // fault's bound.
 func TestDemo_Faults(t *testing.T) {
+	t.Parallel() // its own fleet: processes, ports and directories
 	bin := mythexBin(t)
 	cases := []struct {
 		fault string

@@ -20,6 +20,7 @@ func needHAProxy(t *testing.T) {
 }
 
 func TestHAProxy_DeployUnderLoadDropsNothing(t *testing.T) {
+	t.Parallel() // its own fleet: processes, ports and directories
 	needHAProxy(t)
 	bin := mythexBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -49,6 +50,7 @@ func TestHAProxy_DeployUnderLoadDropsNothing(t *testing.T) {
 }
 
 func TestHAProxy_FailingReleaseRolledBack(t *testing.T) {
+	t.Parallel() // its own fleet: processes, ports and directories
 	needHAProxy(t)
 	bin := mythexBin(t)
 	cfg, err := ProfileConfig(ProfileAfter, testScale)
@@ -98,6 +100,7 @@ func TestHAProxy_FailingReleaseRolledBack(t *testing.T) {
 // checks, seeing web-1's flipped health endpoint, that take it out before its
 // serve period ends; the deploy then sets it ready and carries on.
 func TestHAProxy_ReloadMidDeploy(t *testing.T) {
+	t.Parallel() // its own fleet: processes, ports and directories
 	needHAProxy(t)
 	bin := mythexBin(t)
 	// A wider scale than the other tests: the reload itself takes time out

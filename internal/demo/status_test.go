@@ -17,6 +17,7 @@ import (
 // TestFleet_Status: `mythex status` on a real fleet says healthy after a
 // rollout, and names the host the load balancer no longer routes to.
 func TestFleet_Status(t *testing.T) {
+	t.Parallel() // its own fleet: processes, ports and directories
 	f := startFleet(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -62,6 +62,7 @@ func answers(addr, version string) bool {
 // crashes at startup — failed, and the previous release restored, within one
 // machine restart.
 func TestWriteUpReproduction_InPlace(t *testing.T) {
+	t.Parallel() // its own local platform, state dirs and ports
 	sup, err := local.New(local.Options{StateDir: t.TempDir(), StopTimeout: 3 * time.Second, RestartDelay: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -165,6 +166,7 @@ func lbServer(t *testing.T) (string, lbport.Driver, *lbapi.Client) {
 // failed, the previous release still serving (it never stopped) — then
 // publish a good version, which goes live through the switch.
 func TestWriteUpReproduction_BlueGreen(t *testing.T) {
+	t.Parallel() // its own local platform, state dirs and ports
 	sup, err := local.New(local.Options{StateDir: t.TempDir(), StopTimeout: 3 * time.Second, RestartDelay: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

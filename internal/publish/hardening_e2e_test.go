@@ -82,8 +82,10 @@ func mustPublish(t *testing.T, g *publish.Gate, cfg platform.Config) publish.Res
 // clock 25 s behind ours; a release crashing 1.2 s after every boot (within
 // the 2 s stable window) still fails and v1 is restored.
 func TestLocal_ClockSkewDoesNotSwitchOffTheStableWindow(t *testing.T) {
+	t.Parallel() // its own local platform, state dirs and ports
 	for _, skew := range []time.Duration{-25 * time.Second, 25 * time.Second} {
 		t.Run(skew.String(), func(t *testing.T) {
+			t.Parallel()
 			g, sup := localGate(t, local.Options{Clock: skewedClock{clockwork.NewRealClock(), skew}}, e2eOptions)
 			v1 := mustPublish(t, g, testApp(t, "v1"))
 			if v1.Verdict.Status != publish.StatusLive {
@@ -105,6 +107,7 @@ func TestLocal_ClockSkewDoesNotSwitchOffTheStableWindow(t *testing.T) {
 // fails after the start period and three wrong looks; one answering 503, or
 // refusing, while it boots for 3 s goes live.
 func TestLocal_WrongHealthAnswersFailAfterTheStartPeriod(t *testing.T) {
+	t.Parallel() // its own local platform, state dirs and ports
 	opts := e2eOptions
 	opts.StartPeriod, opts.UnhealthyThreshold = time.Second, 3
 	g, _ := localGate(t, local.Options{}, opts)
@@ -127,6 +130,7 @@ func TestLocal_WrongHealthAnswersFailAfterTheStartPeriod(t *testing.T) {
 // TestLocal_SignalShownNotExitCodeMinusOne: a release killed by SIGKILL
 // after every boot is reported with its signal.
 func TestLocal_SignalShownNotExitCodeMinusOne(t *testing.T) {
+	t.Parallel() // its own local platform, state dirs and ports
 	g, _ := localGate(t, local.Options{}, e2eOptions)
 	mustPublish(t, g, testApp(t, "v1"))
 	res := mustPublish(t, g, testApp(t, "v2", "TESTAPP_CRASH_AFTER", "300ms", "TESTAPP_CRASH_SIGNAL", "9"))
@@ -139,6 +143,7 @@ func TestLocal_SignalShownNotExitCodeMinusOne(t *testing.T) {
 // TestLocal_BadImageRefusedBeforeAnyMachineChanges: a missing executable is
 // bad input; the serving machine is not touched.
 func TestLocal_BadImageRefusedBeforeAnyMachineChanges(t *testing.T) {
+	t.Parallel() // its own local platform, state dirs and ports
 	g, sup := localGate(t, local.Options{}, e2eOptions)
 	v1 := mustPublish(t, g, testApp(t, "v1"))
 	before, _ := sup.Get(context.Background(), "api", v1.Release.Machines[0])
@@ -159,6 +164,7 @@ func TestLocal_BadImageRefusedBeforeAnyMachineChanges(t *testing.T) {
 // timeout. A good release goes live; a crashing one fails for its crashes and
 // the rollback (also slower than a call) completes.
 func TestLocal_SlowUpdateIsJudgedOnceSettled(t *testing.T) {
+	t.Parallel() // its own local platform, state dirs and ports
 	opts := e2eOptions
 	opts.CallTimeout = time.Second
 	for _, tc := range []struct {
@@ -167,6 +173,7 @@ func TestLocal_SlowUpdateIsJudgedOnceSettled(t *testing.T) {
 		want publish.Status
 	}{{"good", nil, publish.StatusLive}, {"crashing", []string{"TESTAPP_CRASH_AFTER", "300ms"}, publish.StatusFailed}} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			g, sup := localGate(t, local.Options{}, opts)
 			v1 := mustPublish(t, g, testApp(t, "v1", "TESTAPP_IGNORE_TERM", "1"))
 			res := mustPublish(t, g, testApp(t, "v2", append([]string{"TESTAPP_IGNORE_TERM", "1"}, tc.env...)...))

@@ -294,12 +294,39 @@ func TestClient_Unauthorized(t *testing.T) {
 }
 
 func TestClient_WaitTimesOut(t *testing.T) {
+	// On the fake's clock, driven here: the client's deadline and the
+	// API's 1 s /wait windows pass without a second of real time.
 	f := newFakeFly(t)
-	c := f.client(t, Options{})
-	ctx := context.Background()
-	m, _ := c.Create(ctx, "api", platform.Config{Image: "registry.fly.io/api:v1"})
-	err := c.Wait(ctx, "api", m.ID, platform.StateStarted, 1500*time.Millisecond)
-	if !errors.Is(err, platform.ErrTimeout) {
-		t.Errorf("Wait for a machine that never boots = %v, want ErrTimeout", err)
+	c := f.client(t, Options{Clock: f.clock})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m, err := c.Create(ctx, "api", platform.Config{Image: "registry.fly.io/api:v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.machines[m.ID].nextAt = f.clock.Now().Add(time.Hour) // it never boots
+	f.mu.Unlock()
+	done := make(chan error, 1)
+	go func() { done <- c.Wait(ctx, "api", m.ID, platform.StateStarted, 1500*time.Millisecond) }()
+	for {
+		select {
+		case err := <-done:
+			if !errors.Is(err, platform.ErrTimeout) {
+				t.Errorf("Wait for a machine that never boots = %v, want ErrTimeout", err)
+			}
+			if waited := f.clock.Since(m.CreatedAt); waited < 1500*time.Millisecond {
+				t.Errorf("Wait gave up after %s of the platform's time, before its 1.5s", waited)
+			}
+			return
+		default:
+		}
+		bctx, bcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		_ = f.clock.BlockUntilContext(bctx, 1)
+		bcancel()
+		if ctx.Err() != nil {
+			t.Fatal("Wait never returned")
+		}
+		f.clock.Advance(100 * time.Millisecond)
 	}
 }

@@ -169,6 +169,9 @@ func startRig(t *testing.T, n int, noCheck bool) *rig {
 	c.Drain.ServePeriod, c.Drain.ShutdownTimeout, c.Drain.Max = 0, time.Second, 20*time.Second
 	c.Deploy.DrainMode = fleet.DrainModeDeregister
 	c.Deploy.LeaseTTL = 10 * time.Second
+	// Look twice for 1s (10 of HAProxy's checks), not the default 10s:
+	// each host deploy would otherwise cost 10s of test time.
+	c.Deploy.MinHealthyTime = time.Second
 	r.cfg = &fleet.Loaded{Path: filepath.Join(t.TempDir(), "mythex.yml"), Config: c}
 	return r
 }
@@ -195,6 +198,7 @@ func (r *rig) options(t *testing.T, version string, obs deploy.Observer) deploy.
 }
 
 func TestDeploy_LongRequestsHitTheBound(t *testing.T) {
+	t.Parallel() // its own HAProxy, hosts and ports
 	r := startRig(t, 2, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -383,6 +387,7 @@ func TestLB_RetriesOnlyTransientFailures(t *testing.T) {
 // A health-flip drain behind HAProxy: no state change, HAProxy's own checks
 // take the server out (DOWN after fall), and back in after rise.
 func TestDeploy_HealthDrain(t *testing.T) {
+	t.Parallel() // its own HAProxy, hosts and ports
 	r := startRig(t, 2, false)
 	r.cfg.Deploy.DrainMode = fleet.DrainModeHealth
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
