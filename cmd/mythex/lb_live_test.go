@@ -273,6 +273,7 @@ backend: {keepalive_idle_timeout: 75s, stop_grace_period: 30s}
 // through the embedded LB's admin API; a wrong token is exit 2 and changes
 // nothing.
 func TestCheckLive_EmbeddedDriftAndApply(t *testing.T) {
+	t.Parallel() // its own LB, processes and directories
 	if testing.Short() {
 		t.Skip("builds and runs the mythex binary")
 	}
