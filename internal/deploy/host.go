@@ -307,7 +307,7 @@ func (d *Deployer) lookTwice(ctx context.Context, st *hostState, version string,
 	lctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
-	wg.Go(func() { d.watchServices(lctx, h, p, first, window, agentEvery, cancel) })
+	wg.Go(func() { d.watchServices(lctx, ctx, h, p, first, window, agentEvery, cancel) })
 	hw := newHealthyWindow(d.clock.Now(), window, healthyTimeout(d.o.Config))
 	var mu sync.Mutex
 	var up time.Duration
@@ -355,15 +355,17 @@ func (d *Deployer) lookTwice(ctx context.Context, st *hostState, version string,
 
 // watchServices looks at h every `every` until ctx ends, and cancels it
 // (fail) when a service is no longer the instance of the first look or the
-// agent cannot say.
-func (d *Deployer) watchServices(ctx context.Context, h Host, p Phase, first look, window, every time.Duration, fail context.CancelCauseFunc) {
+// agent cannot say. A look in progress when ctx ends runs to its end under
+// callCtx (the host's context): a request abandoned mid-answer is a broken
+// connection on the agent's side, which nothing gains from.
+func (d *Deployer) watchServices(ctx, callCtx context.Context, h Host, p Phase, first look, window, every time.Duration, fail context.CancelCauseFunc) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-d.clock.After(every):
 		}
-		now, err := d.look(ctx, h, p)
+		now, err := d.look(callCtx, h, p)
 		switch {
 		case ctx.Err() != nil:
 			return
