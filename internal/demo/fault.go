@@ -153,8 +153,8 @@ func init() {
 		What: "the load balancer restarts mid-deploy. The embedded LB, as web-2 goes back into rotation: its admin API refuses connections for the restart, " +
 			"its listener is handed over (as HAProxy's seamless reload) and its targets are restored. HAProxy (--lb haproxy), as web-2 begins to drain: " +
 			"a soft reload (haproxy -sf, as systemctl reload) whose new process starts from haproxy.cfg, so web-2's drain is lost",
-		Expect: "calls to the load balancer's API are retried (bounded); behind HAProxy the deploy's next poll finds web-2's drain lost and sets it again; " +
-			"the deploy completes on every host",
+		Expect: "calls to the load balancer's API are retried (bounded); behind HAProxy a drain the reload lost is set again at the deploy's next poll " +
+			"while it waits for the drain, and after that web-2's failing health check (drain_mode both) takes it out; the deploy completes on every host",
 		During: func(ctx context.Context, f *Fleet, e deploy.Event) {
 			victim := f.Loaded.Hosts[min(1, len(f.Loaded.Hosts)-1)].Name
 			// The embedded LB: while the deployer registers web-2 and polls

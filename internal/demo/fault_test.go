@@ -97,9 +97,11 @@ func TestDemo_Faults(t *testing.T) {
 
 // The faults that involve the load balancer (issue 11's matrix), behind a
 // real HAProxy, one after the other on one fleet: lb-restart (HAProxy
-// soft-reloaded as web-2 drains, which loses its drain: the deploy's next
-// poll sets it again, and the deploy completes) and degraded-fleet (web-2
-// set to drain by an operator: the deploy is refused, nothing changes). Each reports the same
+// soft-reloaded as web-2 begins to drain, which loses its drain: set again
+// at the deploy's next poll if the drain wait is still on, else web-2's
+// failing health check takes it out; the deploy completes) and
+// degraded-fleet (web-2 set to drain by an operator: the deploy is
+// refused, nothing changes). Each reports the same
 // fields as behind the embedded LB, and no more requests reach nothing than
 // the fault's bound.
 func TestDemo_FaultsBehindHAProxy(t *testing.T) {
