@@ -5,10 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,12 +16,13 @@ import (
 	"github.com/mythex/mythex/internal/agent"
 	"github.com/mythex/mythex/internal/auth"
 	"github.com/mythex/mythex/internal/fleet"
-	"github.com/mythex/mythex/internal/lbapi"
-	"github.com/mythex/mythex/internal/lbport/embedded"
+	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/lbport/fleetlb"
+	"github.com/mythex/mythex/internal/lbport/haproxy/deploylb"
 	"github.com/mythex/mythex/internal/runtime"
 	"github.com/mythex/mythex/internal/runtime/docker"
 	"github.com/mythex/mythex/internal/runtime/process"
+	"github.com/mythex/mythex/internal/timing"
 	"github.com/mythex/mythex/internal/transport"
 	"github.com/mythex/mythex/internal/watchdog"
 )
@@ -98,7 +96,12 @@ pauses during maintenance (mythex agent maintenance), heals only from the
 published definition and never writes it. --bootstrap makes the current
 definition run before anything else (what a server does at boot; see mythex
 agent bootstrap).`,
-		Example: `  openssl rand -hex 32 > /etc/mythex/agent-token   # once; give the deployer the same file
+		Example: `  # one host of the local example fleet (examples/local; the README starts all three and the LB)
+  export ` + agentTokenEnv + `=$(openssl rand -hex 32)
+  mythex agent -f examples/local/mythex.yml --host web-1 --state-dir state/web-1 --stop-services-on-exit
+
+  # on a server
+  openssl rand -hex 32 > /etc/mythex/agent-token   # once; give the deployer the same file
   export ` + agentTokenEnv + `=$(cat /etc/mythex/agent-token)
   mythex agent -f mythex.yml --host web-1 --state-dir /var/lib/mythex
 
@@ -107,7 +110,7 @@ agent bootstrap).`,
     --watchdog-interval 10s --watchdog-failures 4
 
   # services as containers (images built with: mythex image build)
-  mythex agent -f mythex.yml --host web-1 --state-dir /var/lib/mythex --runtime docker`,
+  mythex agent -f examples/docker/mythex.yml --host web-1 --state-dir state/web-1 --runtime docker`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(cmd, f.logFormat)
@@ -158,40 +161,34 @@ func runAgent(ctx context.Context, f agentFlags, log *slog.Logger) error {
 	policy := watchdog.Policy{}
 	drainMax := fleet.Default().Drain.Max
 	if f.file != "" {
-		cfg, err := fleet.Load(f.file)
+		cfg, err := loadFleet(f.file)
 		if err != nil {
 			return err
 		}
 		policy = watchdog.PolicyFrom(cfg.Watchdog)
 		drainMax = cfg.Drain.Max
-		h, ok := findHost(&cfg.Config, f.host)
+		h, ok := cfg.Host(f.host)
 		if !ok {
-			return usagef("--host %q is not in %s (hosts: %s)", f.host, f.file, hostNames(&cfg.Config))
+			return usagef("--host %q is not in %s (hosts: %s)", f.host, f.file, strings.Join(cfg.HostNames(), ", "))
 		}
 		if f.listen == "" {
 			f.listen = h.Agent
 		}
-		switch {
-		case f.noLB:
-		case cfg.LoadBalancer.Kind == fleet.KindEmbedded:
-			lbToken, err := auth.LoadToken(firstNonEmpty(f.lbTokenFile, cfg.LoadBalancer.AdminTokenFile), lbTokenEnv)
-			if err != nil {
-				return usagef("load balancer admin token: %v (or run with --no-lb)", err)
-			}
-			ref := fleetlb.Ref(cfg.LoadBalancer, h)
-			rec = agent.Recovery{LB: embedded.New(lbapi.NewClient(adminURL(cfg.LoadBalancer.AdminListen), lbToken, nil)), TargetID: ref.ID, TargetAddress: ref.Address}
-		case cfg.LoadBalancer.Kind == fleet.KindALB:
-			// The host's own AWS credentials (instance role) re-register it.
-			d, err := fleetlb.Open(ctx, cfg.LoadBalancer, fleetlb.Options{})
+		if !f.noLB {
+			d, ref, err := deploylb.RecoveryDriver(ctx, cfg, h, func() (string, error) {
+				return auth.LoadToken(firstNonEmpty(f.lbTokenFile, cfg.AdminTokenPath()), lbTokenEnv)
+			})
 			if err != nil {
 				return usagef("load balancer: %v (or run with --no-lb)", err)
 			}
-			ref := fleetlb.Ref(cfg.LoadBalancer, h)
-			rec = agent.Recovery{LB: d, TargetID: ref.ID, TargetAddress: ref.Address}
-		case cfg.LoadBalancer.Kind == fleet.KindHAProxy:
-			var err error
-			if rec, err = haproxyRecovery(cfg, h); err != nil {
-				return err
+			if d != nil {
+				rec = agent.Recovery{LB: d, TargetID: ref.ID, TargetAddress: ref.Address}
+			}
+		}
+		if rec.LB != nil && cfg.LoadBalancer.Kind != fleet.KindHAProxy {
+			// The recovery keeps deploy.min_in_service as a deploy does.
+			if rec.Capacity, err = agent.CapacityFrom(&cfg.Config, h.Name, func(h fleet.Host) lbport.TargetRef { return fleetlb.Ref(cfg.LoadBalancer, h) }); err != nil {
+				return usagef("%v", err)
 			}
 		}
 	}
@@ -219,18 +216,12 @@ func runAgent(ctx context.Context, f agentFlags, log *slog.Logger) error {
 	}
 	var wdPolicy *watchdog.Policy
 	if !f.noWatchdog {
-		if f.watchdogInterval != 0 {
-			policy.Interval = f.watchdogInterval
-		}
-		if f.watchdogFailures != 0 {
-			policy.FailuresBeforeHeal = f.watchdogFailures
-		}
-		policy = policy.WithDefaults()
+		policy = policy.Override(f.watchdogInterval, f.watchdogFailures)
 		if err := policy.Validate(); err != nil {
 			return usagef("--watchdog-interval/--watchdog-failures: %v", err)
 		}
 		wdPolicy = &policy
-		if patience := time.Duration(policy.FailuresBeforeHeal-1) * policy.Interval; patience < drainMax {
+		if patience, ok := timing.WatchdogPatience(policy.FailuresBeforeHeal, policy.Interval, drainMax); !ok {
 			log.Warn("watchdog-patience fails: (failures_before_heal − 1) × interval is shorter than drain.max, so a service draining for a deploy would look dead to a watchdog that did not respect the host lock; mythex check explains",
 				"failures_before_heal", policy.FailuresBeforeHeal, "interval", policy.Interval, "patience", patience, "drain_max", drainMax)
 		}
@@ -253,42 +244,11 @@ func runAgent(ctx context.Context, f agentFlags, log *slog.Logger) error {
 		return err
 	}
 	defer a.Close()
-	ln, err := net.Listen("tcp", f.listen)
-	if err != nil {
-		return fmt.Errorf("agent API: %w", err)
+	if err := a.ListenAndServe(ctx, agent.ServeOptions{Addr: f.listen, Token: token, TLS: tlsConf, Bootstrap: f.bootstrap}); err != nil {
+		return err
 	}
-	srv := &http.Server{Handler: a.Handler(token), ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsConf}
-	if tlsConf != nil {
-		ln = tls.NewListener(ln, tlsConf)
-	}
-	log.Info("agent listening", "addr", ln.Addr().String(), "host", f.host, "state_dir", stateDir, "runtime", f.runtime)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	if wdPolicy != nil {
-		log.Info("watchdog on", "interval", wdPolicy.Interval, "failures_before_heal", wdPolicy.FailuresBeforeHeal)
-	}
-	if f.bootstrap {
-		// A failed bootstrap leaves the agent serving: a deploy can fix the
-		// host, and the watchdog keeps trying.
-		if rep, err := a.Bootstrap(ctx); errors.Is(err, agent.ErrNothingPublished) {
-			log.Info("bootstrap: nothing published to this host yet; nothing to start")
-		} else if err != nil {
-			log.Error("bootstrap", "err", err)
-		} else {
-			log.Info("bootstrap: the current definition runs", "services", len(rep.Services))
-		}
-	}
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
-		return fmt.Errorf("agent API: %w", err)
-	}
-	log.Info("agent stopping")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(shutdownCtx)
 	if f.stopOnExit {
-		stopAllServices(rt, log)
+		agent.StopAll(rt, log)
 	}
 	return nil
 }
@@ -300,83 +260,19 @@ func newRuntime(ctx context.Context, f agentFlags, stateDir string, log *slog.Lo
 	case "process":
 		return process.New(process.Options{StateDir: filepath.Join(stateDir, "runtime"), Logger: log})
 	case "docker":
-		labels := map[string]string{}
-		for _, l := range f.dockerLabels {
-			k, v, ok := strings.Cut(l, "=")
-			if !ok || k == "" {
-				return nil, usagef("--docker-label %q: write KEY=VALUE", l)
-			}
-			labels[k] = v
-		}
-		cli, err := docker.Connect(ctx, f.dockerHost)
+		labels, err := keyValues("--docker-label", f.dockerLabels)
 		if err != nil {
+			return nil, err
+		}
+		d, err := docker.Open(ctx, f.dockerHost, docker.Options{StateDir: filepath.Join(stateDir, "runtime"), Host: f.host, Labels: labels, Logger: log})
+		if errors.Is(err, docker.ErrNoEngine) {
 			return nil, usagef("--runtime docker: %v (is the Docker daemon running? see --docker-host)", err)
-		}
-		d, err := docker.New(docker.Options{Client: cli, StateDir: filepath.Join(stateDir, "runtime"), Host: f.host, Labels: labels, Logger: log})
-		if err != nil {
-			cli.Close()
+		} else if err != nil {
 			return nil, usagef("--runtime docker: %v", err)
 		}
-		return dockerRuntime{Docker: d, cli: cli}, nil
+		return d, nil
 	}
 	return nil, usagef("--runtime %q: the runtimes are: process, docker", f.runtime)
-}
-
-// dockerRuntime is the Docker runtime together with the engine client the
-// agent opened for it; Close closes both (containers keep running).
-type dockerRuntime struct {
-	*docker.Docker
-	cli io.Closer
-}
-
-func (r dockerRuntime) Close() error { return errors.Join(r.Docker.Close(), r.cli.Close()) }
-
-// stopAllServices stops every running service within its grace period.
-func stopAllServices(rt runtime.Runtime, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	sts, err := rt.Status(ctx)
-	if err != nil {
-		log.Error("stop services", "err", err)
-		return
-	}
-	done := make(chan struct{}, len(sts))
-	n := 0
-	for _, s := range sts {
-		if !s.Running() {
-			continue
-		}
-		n++
-		go func() {
-			if _, err := rt.Stop(ctx, s.Name, runtime.UseSpecGrace); err != nil && !errors.Is(err, runtime.ErrNotFound) {
-				log.Error("stop service", "service", s.Name, "err", err)
-			}
-			done <- struct{}{}
-		}()
-	}
-	for range n {
-		<-done
-	}
-}
-
-func findHost(c *fleet.Config, name string) (fleet.Host, bool) {
-	for _, h := range c.Hosts {
-		if h.Name == name {
-			return h, true
-		}
-	}
-	return fleet.Host{}, false
-}
-
-func hostNames(c *fleet.Config) string {
-	s := ""
-	for i, h := range c.Hosts {
-		if i > 0 {
-			s += ", "
-		}
-		s += h.Name
-	}
-	return s
 }
 
 func firstNonEmpty(ss ...string) string {
@@ -387,6 +283,3 @@ func firstNonEmpty(ss ...string) string {
 	}
 	return ""
 }
-
-// adminURL turns a listen address into the admin API's base URL.
-func adminURL(listen string) string { return "http://" + listen }

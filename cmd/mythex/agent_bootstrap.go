@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mythex/mythex/internal/agent"
-	"github.com/mythex/mythex/internal/agentapi"
+	"github.com/mythex/mythex/internal/termui"
 )
 
 type agentBootstrapFlags struct {
@@ -69,18 +67,6 @@ input.`,
 	return cmd
 }
 
-// bootstrapResult is what `mythex agent bootstrap --json` prints.
-type bootstrapResult struct {
-	Host             string `json:"host"`
-	Version          string `json:"version,omitempty"`
-	NothingPublished bool   `json:"nothing_published,omitempty"`
-	// HalfDeployed: a deploy left the current definition half deployed;
-	// nothing was started, the agent recovers the host from its lease.
-	HalfDeployed bool                   `json:"half_deployed,omitempty"`
-	Services     []agentapi.StartResult `json:"services,omitempty"`
-	Error        string                 `json:"error,omitempty"`
-}
-
 func runAgentBootstrap(ctx context.Context, f agentBootstrapFlags, out io.Writer) error {
 	if f.stateDir == "" {
 		return usagef("--state-dir is required: the agent's state directory, e.g. --state-dir /var/lib/mythex")
@@ -115,26 +101,9 @@ func runAgentBootstrap(ctx context.Context, f agentBootstrapFlags, out io.Writer
 	defer a.Close()
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	rep, err := a.Bootstrap(ctx)
-	res := bootstrapResult{Host: f.host, Services: rep.Services}
-	if d, derr := a.Store().Current(); derr == nil {
-		res.Version = d.Version
-	}
-	switch {
-	case errors.Is(err, agent.ErrNothingPublished):
-		res.NothingPublished, err = true, nil
-	case errors.Is(err, agent.ErrHalfDeployed):
-		// Not a failure of the boot: the agent, started next, resumes the
-		// deploy's lease and recovers the host (exit 0, so that a unit
-		// ordered before the agent does not keep it from starting).
-		res.HalfDeployed, res.Error, err = true, err.Error(), nil
-	case err != nil:
-		res.Error = err.Error()
-	}
+	res, err := a.BootstrapResult(ctx, f.host)
 	if f.asJSON {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if jerr := enc.Encode(res); jerr != nil {
+		if jerr := termui.WriteJSON(out, res); jerr != nil {
 			return jerr
 		}
 		if err != nil {
@@ -145,17 +114,6 @@ func runAgentBootstrap(ctx context.Context, f agentBootstrapFlags, out io.Writer
 	if err != nil {
 		return withCode(exitFailed, err)
 	}
-	if res.NothingPublished {
-		fmt.Fprintf(out, "%s: nothing published to this host yet; nothing to start\n", f.host)
-		return nil
-	}
-	if res.HalfDeployed {
-		fmt.Fprintf(out, "%s: %s\n", f.host, res.Error)
-		return nil
-	}
-	for _, s := range res.Services {
-		fmt.Fprintf(out, "  %-16s healthy after %.1fs\n", s.Name, s.Seconds)
-	}
-	fmt.Fprintf(out, "%s runs %s: %d services, every one answering its health check\n", f.host, res.Version, len(res.Services))
+	termui.WriteBootstrap(out, res)
 	return nil
 }

@@ -2,20 +2,19 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"net/http"
 	"os"
-	"os/user"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mythex/mythex/internal/agentapi"
+	"github.com/mythex/mythex/internal/agentconn"
 	"github.com/mythex/mythex/internal/auth"
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/termui"
 )
 
 // agentConnFlags say which agent to talk to.
@@ -25,6 +24,8 @@ type agentConnFlags struct {
 	host      string
 	tokenFile string
 	asJSON    bool
+	// insecurePlaintext allows plain HTTP to an agent beyond loopback.
+	insecurePlaintext bool
 }
 
 func (c *agentConnFlags) register(cmd *cobra.Command) {
@@ -34,6 +35,7 @@ func (c *agentConnFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&c.host, "host", "", "the host whose agent to ask, with -f (default: the machine's host name)")
 	fl.StringVar(&c.tokenFile, "token-file", "", "file holding the agent's bearer token (default $"+agentTokenEnv+")")
 	fl.BoolVar(&c.asJSON, "json", false, "print the agent's answer as JSON")
+	fl.BoolVar(&c.insecurePlaintext, "insecure-plaintext", false, "allow plain HTTP to an agent beyond loopback (with -f, hosts[].ssh and agent_tls are used when set)")
 }
 
 // again repeats the flags that named the agent, for a hint to run next.
@@ -54,37 +56,47 @@ func (c *agentConnFlags) again() string {
 	return s
 }
 
-// client returns a client for the agent the flags name.
-func (c *agentConnFlags) client() (*agentapi.Client, string, error) {
+// client returns a client for the agent the flags name, reached as every
+// command reaches agents (agentconn: the host's hosts[].ssh or agent_tls
+// with -f, loopback, or --insecure-plaintext), and the function that closes
+// its connection.
+func (c *agentConnFlags) client(ctx context.Context) (*agentapi.Client, string, func(), error) {
 	token, err := auth.LoadToken(c.tokenFile, agentTokenEnv)
 	if err != nil {
-		return nil, "", usagef("agent token: %v", err)
+		return nil, "", nil, usagef("agent token: %v", err)
 	}
-	addr, name := c.agent, c.host
-	if addr == "" && c.file != "" {
-		cfg, err := fleet.Load(c.file)
-		if err != nil {
-			return nil, "", err
+	cfg := &fleet.Loaded{}
+	h := fleet.Host{Name: c.host, Agent: strings.TrimPrefix(c.agent, "http://")}
+	if c.agent == "" && c.file != "" {
+		if cfg, err = loadFleet(c.file); err != nil {
+			return nil, "", nil, err
 		}
+		name := c.host
 		if name == "" {
 			name, _ = os.Hostname()
 		}
-		h, ok := findHost(&cfg.Config, name)
+		fh, ok := cfg.Host(name)
 		if !ok {
-			return nil, "", usagef("--host %q is not in %s (hosts: %s)", name, c.file, hostNames(&cfg.Config))
+			return nil, "", nil, usagef("--host %q is not in %s (hosts: %s)", name, c.file, strings.Join(cfg.HostNames(), ", "))
 		}
-		if h.Agent == "" {
-			return nil, "", usagef("hosts[%s].agent is not set in %s; give --agent", name, c.file)
+		if fh.Agent == "" {
+			return nil, "", nil, usagef("hosts[%s].agent is not set in %s; give --agent", name, c.file)
 		}
-		addr = h.Agent
+		h = fh
 	}
-	if addr == "" {
-		addr = "127.0.0.1:9201"
+	if h.Agent == "" {
+		h.Agent = "127.0.0.1:9201"
 	}
-	if name == "" {
-		name = addr
+	if h.Name == "" {
+		h.Name = h.Agent
 	}
-	return agentapi.NewClient(addr, token, &http.Client{Timeout: 30 * time.Second}), name, nil
+	pool := agentconn.NewPool(agentconn.Options{InsecurePlaintext: c.insecurePlaintext, Warn: os.Stderr, Timeout: 30 * time.Second})
+	cl, err := pool.Connect(ctx, cfg, h, token)
+	if err != nil {
+		pool.Close()
+		return nil, "", nil, withCode(exitBadUse, err)
+	}
+	return cl, h.Name, func() { _ = pool.Close() }, nil
 }
 
 func newAgentMaintenanceCmd() *cobra.Command {
@@ -101,7 +113,7 @@ strikes start from zero afterwards.
 
 Without a subcommand it shows the maintenance window in force.`,
 		Example: `  mythex agent maintenance on --for 30m --reason "db optimize"
-  mythex agent maintenance -f mythex.yml --host web-2 on --for 2h --reason "kernel update" --by alice
+  mythex agent maintenance -f examples/local/mythex.yml --host web-2 on --for 2h --reason "kernel update" --by alice
   mythex agent maintenance off
   mythex agent maintenance status --json`,
 		Args: cobra.NoArgs,
@@ -129,22 +141,21 @@ Without a subcommand it shows the maintenance window in force.`,
 			if on.reason == "" {
 				return usagef("--reason is empty: say why healing is paused, e.g. --reason \"db optimize\"")
 			}
-			c, name, err := conn.client()
+			c, name, done, err := conn.client(cmd.Context())
 			if err != nil {
 				return err
 			}
+			defer done()
 			by := on.by
 			if by == "" {
-				by = whoAmI()
+				by = auth.WhoAmI()
 			}
 			rep, err := c.SetMaintenance(cmd.Context(), on.d, on.reason, by)
 			if err != nil {
 				return agentErr(err)
 			}
 			return printMaintenance(os.Stdout, conn.asJSON, rep, func(w io.Writer) {
-				m := rep.Maintenance
-				fmt.Fprintf(w, "%s: maintenance on until %s (%s): %s (by %s)\nthe watchdog reports but heals nothing until then; end it early with: mythex agent maintenance%s off\n",
-					name, m.Until.Local().Format(time.RFC3339), on.d, m.Reason, orDash(m.By), conn.again())
+				termui.WriteMaintenanceOn(w, name, rep, on.d, "mythex agent maintenance"+conn.again()+" off")
 			})
 		},
 	}
@@ -158,20 +169,17 @@ Without a subcommand it shows the maintenance window in force.`,
 		Example: `  mythex agent maintenance off`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, name, err := conn.client()
+			c, name, done, err := conn.client(cmd.Context())
 			if err != nil {
 				return err
 			}
-			rep, err := c.EndMaintenance(cmd.Context(), whoAmI())
+			defer done()
+			rep, err := c.EndMaintenance(cmd.Context(), auth.WhoAmI())
 			if err != nil {
 				return agentErr(err)
 			}
 			return printMaintenance(os.Stdout, conn.asJSON, rep, func(w io.Writer) {
-				if rep.Ended == nil {
-					fmt.Fprintf(w, "%s: no maintenance was on\n", name)
-					return
-				}
-				fmt.Fprintf(w, "%s: maintenance off (was: %s, by %s); healing resumes\n", name, rep.Ended.Reason, orDash(rep.Ended.By))
+				termui.WriteMaintenanceOff(w, name, rep)
 			})
 		},
 	}
@@ -189,30 +197,23 @@ Without a subcommand it shows the maintenance window in force.`,
 }
 
 func runMaintenanceStatus(ctx context.Context, conn agentConnFlags, out io.Writer) error {
-	c, name, err := conn.client()
+	c, name, done, err := conn.client(ctx)
 	if err != nil {
 		return err
 	}
+	defer done()
 	rep, err := c.Maintenance(ctx)
 	if err != nil {
 		return agentErr(err)
 	}
 	return printMaintenance(out, conn.asJSON, rep, func(w io.Writer) {
-		m := rep.Maintenance
-		if m == nil {
-			fmt.Fprintf(w, "%s: no maintenance; the watchdog heals\n", name)
-			return
-		}
-		fmt.Fprintf(w, "%s: maintenance on until %s (%s left): %s (by %s)\n",
-			name, m.Until.Local().Format(time.RFC3339), time.Until(m.Until).Round(time.Second), m.Reason, orDash(m.By))
+		termui.WriteMaintenance(w, name, rep, time.Now())
 	})
 }
 
 func printMaintenance(out io.Writer, asJSON bool, rep agentapi.MaintenanceReport, text func(io.Writer)) error {
 	if asJSON {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return termui.WriteJSON(out, rep)
 	}
 	text(out)
 	return nil
@@ -228,14 +229,4 @@ func agentErr(err error) error {
 
 func isBadRequest(err error) bool {
 	return err != nil && (errors.Is(err, agentapi.ErrBadRequest) || errors.Is(err, agentapi.ErrUnauthorized) || errors.Is(err, agentapi.ErrUnreachable))
-}
-
-// whoAmI is user@host, for the record of who turned maintenance on or off.
-func whoAmI() string {
-	name := os.Getenv("USER")
-	if u, err := user.Current(); err == nil && name == "" {
-		name = u.Username
-	}
-	host, _ := os.Hostname()
-	return name + "@" + host
 }

@@ -152,7 +152,7 @@ func TestAgentBootstrapCmd_StartsTheCurrentDefinition(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	var res bootstrapResult
+	var res agent.BootstrapResult
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("%v: %s", err, stdout)
 	}

@@ -1,19 +1,14 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"strings"
 	"time"
 
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/termui"
 	"github.com/mythex/mythex/internal/timing"
 )
 
@@ -87,20 +82,21 @@ documented default and the output says so.
   # before the fixes: overlap fails by 57s, exit 1
   mythex check -f examples/seed/before.yml
 
-  # the live ALB target group against the file
+  # the live ALB target group against the file (examples/local/alb.yml: the local fleet's LB as one)
   mythex check --live -f mythex.yml
+  AWS_ACCESS_KEY_ID=AKIAEXAMPLE AWS_SECRET_ACCESS_KEY=secret mythex check --live -f examples/local/alb.yml
 
   # the local demo's embedded LB against its file (mythex lb running)
   mythex check --live -f examples/local/mythex.yml
 
-  # in CI, keep the failing invariants for the log
-  mythex check --json | jq '.invariants[] | select(.ok | not)'
+  # the local example fleet; in CI, keep the failing invariants for the log
+  mythex check -f examples/local/mythex.yml --json | jq '.invariants[] | select(.ok | not)'
 
   # Kubernetes manifests as rendered by Helm, from stdin
   helm template ./chart | mythex check -
 
-  # a directory of manifests, compose files, fly.toml, Nomad jobs; GitHub annotations
-  mythex check deploy/ --format github
+  # a directory of manifests, compose files, fly.toml, Nomad jobs, mythex.yml; GitHub annotations
+  mythex check examples/ --format github
 
   # fail on marginal findings too
   mythex check k8s/ fly.toml --strict`,
@@ -134,12 +130,9 @@ documented default and the output says so.
 				}
 				return runNativeCheck(cmd.OutOrStdout(), cmd.InOrStdin(), args, native)
 			}
-			l, err := fleet.Load(file)
+			l, err := loadFleet(file)
 			if err != nil {
-				if errors.Is(err, fleet.ErrInvalid) {
-					return err
-				}
-				return withCode(exitBadUse, err)
+				return err
 			}
 			// The deploy's own preflight of deploy.compose (it exists, it
 			// resolves for every host, deploy.verify and target_services
@@ -152,9 +145,9 @@ documented default and the output says so.
 			rep := timing.Check(l.Config)
 			out := cmd.OutOrStdout()
 			if asJSON {
-				err = writeCheckJSON(out, file, rep)
+				err = termui.WriteCheckJSON(out, file, rep)
 			} else {
-				err = writeCheckText(out, file, rep, useColor(out))
+				err = termui.WriteCheckText(out, file, rep, termui.Color(out))
 			}
 			if err != nil {
 				return fmt.Errorf("write report: %w", err)
@@ -180,188 +173,3 @@ documented default and the output says so.
 	cmd.Flags().DurationVar(&native.callTimeout, "call-timeout", 45*time.Second, "mythex publish's --call-timeout, judged against a platform stop timeout it waits on (fly.toml kill_timeout); 0 skips it")
 	return cmd
 }
-
-// checkJSON is the shape of `mythex check --json`.
-type checkJSON struct {
-	File       string          `json:"file"`
-	OK         bool            `json:"ok"`
-	Level      string          `json:"level"`
-	Model      string          `json:"model"`
-	Invariants []invariantJSON `json:"invariants"`
-}
-
-type invariantJSON struct {
-	Name   string `json:"name"`
-	OK     bool   `json:"ok"`
-	Level  string `json:"level"`
-	Detail string `json:"detail"`
-	// SlackSeconds is null when the binding relation is between counts.
-	SlackSeconds *float64 `json:"slack_seconds"`
-	// BreaksAt maps each input's dotted path to the edges at which the
-	// invariant fails: it fails when value <op> edge.
-	BreaksAt map[string][]breakJSON `json:"breaks_at"`
-	Notes    []string               `json:"notes,omitempty"`
-}
-
-type breakJSON struct {
-	Op    string `json:"op"`
-	Value string `json:"value"`
-	// AlsoBreaks: for a failing invariant, the others this one-number fix
-	// would make fail.
-	AlsoBreaks []string `json:"also_breaks,omitempty"`
-}
-
-func writeCheckJSON(w io.Writer, file string, rep timing.Report) error {
-	out := checkJSON{File: file, OK: rep.OK(), Level: rep.Level.String(), Model: rep.Model, Invariants: []invariantJSON{}}
-	for _, r := range rep.Results {
-		ij := invariantJSON{Name: r.Name, OK: r.OK(), Level: r.Level.String(), Detail: r.Formula,
-			BreaksAt: map[string][]breakJSON{}, Notes: r.Notes}
-		if r.HasSlack {
-			s := r.Slack.Seconds()
-			ij.SlackSeconds = &s
-		}
-		for _, b := range r.Breaks {
-			ij.BreaksAt[b.Field] = append(ij.BreaksAt[b.Field], breakJSON{Op: string(b.Op), Value: b.Value, AlsoBreaks: b.AlsoBreaks})
-		}
-		out.Invariants = append(out.Invariants, ij)
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(out)
-}
-
-// useColor reports whether w is a terminal that should get colour: not when
-// NO_COLOR is set (no-color.org) or TERM is dumb.
-func useColor(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
-		return false
-	}
-	return isatty.IsTerminal(f.Fd())
-}
-
-const (
-	nameWidth = 19 // "watchdog-patience" + 2
-	wrapWidth = 100
-)
-
-func writeCheckText(w io.Writer, file string, rep timing.Report, color bool) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "mythex check %s\n", file)
-	b.WriteString(wrap(rep.Model, "model: ", "       ", wrapWidth))
-	b.WriteString("\n")
-	indent := strings.Repeat(" ", 2+nameWidth)
-	for _, r := range rep.Results {
-		line := fmt.Sprintf("%s %-*s%s", mark(r.Level, color), nameWidth, r.Name, r.Formula)
-		if s := r.SlackPhrase(); s != "" {
-			line += " — " + s
-		}
-		b.WriteString(line + "\n")
-		for _, n := range r.Notes {
-			b.WriteString(wrap(n, indent, indent, wrapWidth))
-		}
-		if items := breakItems(r); len(items) > 0 {
-			label := "breaks at: "
-			if !r.OK() {
-				label = "holds at: "
-			}
-			b.WriteString(wrapList(items, indent+label, indent+strings.Repeat(" ", len(label)), wrapWidth))
-		}
-	}
-	b.WriteString("\n")
-	n := len(rep.Results)
-	switch failed, marginal := rep.Failed(), rep.MarginalNames(); {
-	case len(failed) > 0:
-		fmt.Fprintf(&b, "%s %d of %d invariants fail: %s\n", mark(timing.Fail, color), len(failed), n, strings.Join(failed, ", "))
-	case len(marginal) > 0:
-		fmt.Fprintf(&b, "%s all %d invariants hold; %d marginal: %s\n", mark(timing.Marginal, color), n, len(marginal), strings.Join(marginal, ", "))
-	default:
-		fmt.Fprintf(&b, "%s all %d invariants hold\n", mark(timing.Pass, color), n)
-	}
-	b.WriteString("(break points: one number changed, all others as they are)\n")
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// breakItems writes a result's break points, grouped by field: for a holding
-// invariant where it breaks ("drain.serve_period ≤ 12s"), for a failing one
-// where it would hold ("drain.serve_period > 62s").
-func breakItems(r timing.Result) []string {
-	var fields []string
-	conds := map[string][]string{}
-	for _, br := range r.Breaks {
-		if !r.OK() {
-			br = br.Holding()
-		}
-		if _, seen := conds[br.Field]; !seen {
-			fields = append(fields, br.Field)
-		}
-		cond := br.Op.Symbol() + " " + br.Value
-		if len(br.AlsoBreaks) > 0 {
-			cond += " (but that breaks " + strings.Join(br.AlsoBreaks, ", ") + ")"
-		}
-		conds[br.Field] = append(conds[br.Field], cond)
-	}
-	joiner := " or "
-	if !r.OK() {
-		joiner = " and "
-	}
-	items := make([]string, 0, len(fields))
-	for _, f := range fields {
-		items = append(items, f+" "+strings.Join(conds[f], joiner))
-	}
-	return items
-}
-
-func mark(l timing.Level, color bool) string {
-	sym, code := "✓", "32"
-	switch l {
-	case timing.Marginal:
-		sym, code = "!", "33"
-	case timing.Fail:
-		sym, code = "✗", "31"
-	}
-	if !color {
-		return sym
-	}
-	return "\x1b[" + code + "m" + sym + "\x1b[0m"
-}
-
-// wrap breaks text into lines of at most width runes (words are not split),
-// the first prefixed by first, the rest by rest.
-func wrap(text, first, rest string, width int) string {
-	return wrapWords(strings.Fields(text), first, rest, width)
-}
-
-// wrapList is wrap for a comma-separated list whose items are never split.
-func wrapList(items []string, first, rest string, width int) string {
-	words := make([]string, len(items))
-	for i, it := range items {
-		if i < len(items)-1 {
-			it += ","
-		}
-		words[i] = it
-	}
-	return wrapWords(words, first, rest, width)
-}
-
-func wrapWords(words []string, first, rest string, width int) string {
-	var b strings.Builder
-	line, empty := first, true
-	for _, w := range words {
-		if !empty && runeLen(line)+1+runeLen(w) > width {
-			b.WriteString(line + "\n")
-			line, empty = rest, true
-		}
-		if !empty {
-			line += " "
-		}
-		line += w
-		empty = false
-	}
-	b.WriteString(line + "\n")
-	return b.String()
-}
-
-func runeLen(s string) int { return len([]rune(s)) }

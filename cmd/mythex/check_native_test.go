@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mythex/mythex/internal/termui"
 )
 
 // exitCodeOf maps a subcommand's error to its exit status.
@@ -148,7 +150,7 @@ func TestRunNativeCheck_GitHub(t *testing.T) {
 	if exitCodeOf(err) != exitFailed {
 		t.Fatalf("exit %d", exitCodeOf(err))
 	}
-	want := "::error file=" + ghEscapeProp(p) + ",line=16,title=mythex check overlap%3A Deployment default/web::"
+	want := "::error file=" + termui.GitHubEscapeProp(p) + ",line=16,title=mythex check overlap%3A Deployment default/web::"
 	if !strings.HasPrefix(out.String(), want) {
 		t.Errorf("got %q, want prefix %q", out.String(), want)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mythex/mythex/internal/timing"
+	"github.com/mythex/mythex/internal/termui"
 )
 
 // runCLI runs the real CLI entry point (run, with its one exit-code boundary)
@@ -89,7 +89,7 @@ func TestCheckCmd_JSON(t *testing.T) {
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
-	var got checkJSON
+	var got termui.CheckJSON
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
@@ -100,7 +100,7 @@ func TestCheckCmd_JSON(t *testing.T) {
 	if ov.Name != "overlap" || ov.OK || ov.Level != "fail" || ov.SlackSeconds == nil || *ov.SlackSeconds != -57 {
 		t.Errorf("overlap = %+v", ov)
 	}
-	if b := ov.BreaksAt["load_balancer.health_check.interval"]; len(b) != 1 || !reflect.DeepEqual(b[0], breakJSON{Op: ">=", Value: "1.5s", AlsoBreaks: []string{"check-timeout"}}) {
+	if b := ov.BreaksAt["load_balancer.health_check.interval"]; len(b) != 1 || !reflect.DeepEqual(b[0], termui.BreakJSON{Op: ">=", Value: "1.5s", AlsoBreaks: []string{"check-timeout"}}) {
 		t.Errorf("overlap breaks_at = %+v", ov.BreaksAt)
 	}
 	if !strings.Contains(ov.Detail, "serve_period 5s > detect 62s") {
@@ -189,36 +189,6 @@ func TestCheckCmd_Help(t *testing.T) {
 	for _, want := range []string{"mythex check -f examples/seed/after.yml", "-f, --file string", `(default "mythex.yml")`, "--json", "Exit status"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("help lacks %q:\n%s", want, out)
-		}
-	}
-}
-
-func TestWriteCheckText_Wrapping(t *testing.T) {
-	rep := timing.Report{Level: timing.Fail, Model: "m", Results: []timing.Result{{
-		Name: "watchdog-patience", Level: timing.Fail, Formula: "f", Slack: -1, HasSlack: true,
-		Breaks: []timing.Break{
-			{Field: "watchdog.failures_before_heal", Op: timing.OpLessEq, Value: "3"},
-			{Field: "load_balancer.health_check.interval", Op: timing.OpLess, Value: "5s"},
-			{Field: "load_balancer.health_check.interval", Op: timing.OpGreaterEq, Value: "6.5s"},
-		},
-	}}}
-	var b strings.Builder
-	if err := writeCheckText(&b, "x.yml", rep, true); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
-	for _, want := range []string{
-		"\x1b[31m✗\x1b[0m watchdog-patience  f — short by 1ns",
-		"holds at: watchdog.failures_before_heal ≥ 4,\n",
-		"load_balancer.health_check.interval ≥ 5s and < 6.5s\n",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
-	for _, line := range strings.Split(out, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "load_balancer") && runeLen(line) > wrapWidth {
-			t.Errorf("break line over %d runes: %q", wrapWidth, line)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mythex/mythex/internal/demo"
 	"github.com/mythex/mythex/internal/deployrec"
+	"github.com/mythex/mythex/internal/report"
 	"github.com/mythex/mythex/internal/termui"
 )
 
@@ -82,27 +83,8 @@ for bad flags.`,
   go run ./cmd/mythex demo --lb haproxy --fault lb-restart`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch {
-			case o.Hosts < 2:
-				return usagef("--hosts %d: a rolling deploy that drops nothing needs at least 2 hosts (one serves while the other is deployed)", o.Hosts)
-			case o.Hosts > 20:
-				return usagef("--hosts %d: at most 20 on one machine", o.Hosts)
-			case o.Rate <= 0 || o.Rate > 20000:
-				return usagef("--rate %g: give requests per second, more than 0 and at most 20000", o.Rate)
-			case o.Deploys < 1:
-				return usagef("--deploys %d: give at least 1", o.Deploys)
-			case cmd.Flags().Changed("time-scale") && (o.TimeScale <= 0 || o.TimeScale > 10):
-				return usagef("--time-scale %g: give a factor more than 0 and at most 10 (1 runs the real numbers)", o.TimeScale)
-			case o.Profile != demo.ProfileAfter && o.Profile != demo.ProfileBefore:
-				return usagef("--profile %q: use after or before", o.Profile)
-			case o.LB != demo.LBEmbedded && o.LB != demo.LBHAProxy && o.LB != demo.LBALB:
-				return usagef("--lb %q: use %s, %s or %s (the alb driver through the embedded LB's ELBv2 endpoint)", o.LB, demo.LBEmbedded, demo.LBHAProxy, demo.LBALB)
-			case o.Fault != "" && demo.Faults[o.Fault].Name == "":
-				return usagef("--fault %q: use one of %s", o.Fault, strings.Join(demo.FaultNames(), ", "))
-			case o.Fault != "" && o.Runtime != demo.RuntimeProcess:
-				return usagef("--fault runs on the process runtime only")
-			case o.Fault != "" && cmd.Flags().Changed("deploys") && o.Deploys != 1:
-				return usagef("--fault runs one deploy; leave out --deploys")
+			if err := o.CheckFlags(cmd.Flags().Changed("time-scale"), cmd.Flags().Changed("deploys")); err != nil {
+				return usagef("%v", err)
 			}
 			if err := checkReportPath(reportPath); err != nil {
 				return err
@@ -115,7 +97,7 @@ for bad flags.`,
 			switch {
 			case asJSON:
 				out = nil
-			case isTerminal(os.Stdout):
+			case termui.IsTerminal(os.Stdout):
 				o.Mode = termui.TTY
 			}
 			o.Out = out
@@ -123,7 +105,7 @@ for bad flags.`,
 			if err != nil {
 				if reportPath != "" && len(o.Recorder.Recording().Deploys) > 0 {
 					// A demo cut short still leaves the report of what it saw.
-					_ = writeReport(reportPath, o.Recorder.Recording(), os.Stderr)
+					_ = report.WriteFile(reportPath, o.Recorder.Recording(), os.Stderr)
 				}
 				return err
 			}
@@ -131,14 +113,14 @@ for bad flags.`,
 				b, _ := json.MarshalIndent(sum, "", "  ")
 				fmt.Println(string(b))
 			} else {
-				printDemoSummary(os.Stdout, sum)
+				demo.WriteSummary(os.Stdout, sum)
 			}
 			if reportPath != "" {
 				progress := os.Stdout
 				if asJSON {
 					progress = os.Stderr
 				}
-				if err := writeReport(reportPath, o.Recorder.Recording(), progress); err != nil {
+				if err := report.WriteFile(reportPath, o.Recorder.Recording(), progress); err != nil {
 					return err
 				}
 			}
@@ -161,89 +143,4 @@ for bad flags.`,
 	fl.StringVar(&reportPath, "report", "", "write an HTML report of every deploy under load to this file (self-contained, opens offline)")
 	fl.BoolVar(&asJSON, "json", false, `print {"requests", "reached_nothing", "deploys": [...]} as JSON instead of progress`)
 	return cmd
-}
-
-func printDemoSummary(w io.Writer, s demo.Summary) {
-	for _, d := range s.Deploys {
-		fmt.Fprintf(w, "\n%s → %s: ", d.From, d.Version)
-		if d.OK {
-			fmt.Fprintf(w, "deployed and verified in %.1fs\n", d.Seconds)
-		} else {
-			fmt.Fprintf(w, "FAILED: %s\n", d.Error)
-		}
-		p := d.Probe
-		fmt.Fprintf(w, "  requests %d · reached nothing %d · drain signals %d · app errors %d · ok %d · p99 %.1fms\n",
-			p.Requests, p.ReachedNothing, p.DrainSignals, p.AppErrors, p.OK, p.P99Millis)
-		if d.LBCalls > 0 {
-			fmt.Fprintf(w, "  ELBv2 API calls %d (%.1f per host)\n", d.LBCalls, float64(d.LBCalls)/float64(max(len(d.Hosts), 1)))
-		}
-		if len(p.Reasons) > 0 {
-			var rs []string
-			for _, r := range p.Reasons {
-				rs = append(rs, fmt.Sprintf("%s ×%d", r.What, r.Count))
-			}
-			fmt.Fprintf(w, "  not ok: %s\n", strings.Join(rs, ", "))
-		}
-		if late := float64(p.LateSends) / float64(max(p.Requests, 1)); late > 0.05 || p.Unsent > 0 {
-			fmt.Fprintf(w, "  (the prober fell behind: %.0f%% of sends late, %d not sent — the machine is busy; timeouts then say more about it than about the deploy)\n", 100*late, p.Unsent)
-		}
-		var vs []string
-		for _, sp := range d.Versions {
-			v := strings.Join(sp.Versions, "+")
-			if v == "" {
-				v = "nothing"
-			}
-			vs = append(vs, fmt.Sprintf("%d–%ds %s", sp.FromSecond, sp.ToSecond+1, v))
-		}
-		fmt.Fprintf(w, "  versions answering: %s\n", strings.Join(vs, " · "))
-		fmt.Fprintf(w, "  %-8s %8s %8s %6s  %s\n", "host", "took", "bound", "ratio", "phases")
-		for _, h := range d.Hosts {
-			var ph []string
-			for _, p := range h.Phases {
-				ph = append(ph, fmt.Sprintf("%s %.2f", p.Phase, p.Seconds))
-			}
-			ratio := "-"
-			if h.BoundSeconds > 0 {
-				ratio = fmt.Sprintf("%.2f", h.Seconds/h.BoundSeconds)
-			}
-			fmt.Fprintf(w, "  %-8s %7.2fs %7.2fs %6s  %s\n", h.Host, h.Seconds, h.BoundSeconds, ratio, strings.Join(ph, " · "))
-		}
-	}
-	if n := len(s.Deploys); n > 0 && s.Deploys[n-1].Bound.Total() > 0 {
-		fmt.Fprintf(w, "  (bound: the least one host's deploy can take with these numbers, %.2fs — %s; ratio = took ÷ bound. The drain's serving period is spent inside stop.)\n",
-			s.Deploys[n-1].Bound.Total().Seconds(), s.Deploys[n-1].Bound.Explain())
-	}
-	fmt.Fprintln(w)
-	if fr := s.FaultReport; fr != nil {
-		after := fr.FleetVersionAfter
-		if after == "" {
-			after = "not settled (" + fr.Unsettled + ")"
-		}
-		mark := "✓"
-		if !fr.OK() {
-			mark = "✗"
-		}
-		fmt.Fprintf(w, "%s fault %s: fleet after: %s (want %s) · rolled back %v · new version reached %s · reached nothing %d of %d requests, bound %d\n",
-			mark, fr.Fault, after, fr.WantVersion, fr.RolledBack, orNone(fr.HostsReached), fr.ReachedNothing, s.Requests, fr.ReachedNothingBound)
-		return
-	}
-	switch {
-	case s.OK():
-		fmt.Fprintf(w, "✓ %d requests during %d deploy(s), zero reached nothing\n", s.Requests, len(s.Deploys))
-	case s.ReachedNothing > 0:
-		fmt.Fprintf(w, "✗ %d of %d requests reached nothing", s.ReachedNothing, s.Requests)
-		if s.Profile == demo.ProfileBefore {
-			fmt.Fprintf(w, " — the write-up's 502s: the server stopped listening before the LB stopped routing to it (mythex check -f examples/seed/before.yml says by how much)")
-		}
-		fmt.Fprintln(w)
-	default:
-		fmt.Fprintln(w, "✗ a deploy failed (see above); the fleet was rolled back and kept serving")
-	}
-}
-
-func orNone(hosts []string) string {
-	if len(hosts) == 0 {
-		return "no host"
-	}
-	return strings.Join(hosts, ", ")
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -20,6 +19,10 @@ import (
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/deployrec"
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/history"
+	"github.com/mythex/mythex/internal/hooks"
+	"github.com/mythex/mythex/internal/probe"
+	"github.com/mythex/mythex/internal/report"
 	"github.com/mythex/mythex/internal/runtime/docker"
 	"github.com/mythex/mythex/internal/termui"
 	"github.com/mythex/mythex/internal/timing"
@@ -39,6 +42,11 @@ type deployFlags struct {
 	measureURL string
 	rate       float64
 	rateSet    bool
+	// insecurePlaintext allows plain HTTP to agents beyond loopback.
+	insecurePlaintext bool
+	// rollback: version is --to of mythex rollback ("" for the fleet's
+	// last good), and the hosts publish their stored definitions of it.
+	rollback bool
 }
 
 func newDeployCmd() *cobra.Command {
@@ -93,6 +101,9 @@ With --json the prober's seconds join the event stream as
 
 Tokens: the agents' from --agent-token-file or $` + agentTokenEnv + `, the load
 balancer's from --lb-token-file, load_balancer.admin_token_file or $` + lbTokenEnv + `.
+Agents are reached over SSH (hosts[].ssh), TLS (agent_tls), loopback, or plain
+HTTP beyond loopback with --insecure-plaintext; every host is connected before
+anything changes, and a refused host key is exit 2.
 
 Exit status: 0 deployed and verified; 1 a host failed or the fleet did not
 verify (the message says what was rolled back), or the fleet had too few
@@ -121,12 +132,12 @@ nothing was changed.`,
 			// not: output is dropped and the deploy goes on.
 			ctx, stop := signal.NotifyContext(context.WithoutCancel(cmd.Context()), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			hk := newDeployHooks(cfg, f.version, os.Stderr)
-			if err := hk.pre(ctx); err != nil {
+			hk := hooks.ForDeploy(cfg, f.version, os.Stderr)
+			if err := hk.Pre(ctx); err != nil {
 				return withCode(exitBadUse, err)
 			}
-			res, err := runDeploy(ctx, cfg, f, &dropWriter{w: os.Stdout}, os.Stderr)
-			hk.after(ctx, res, err)
+			res, err := runDeploy(ctx, cfg, f, &termui.DropWriter{W: os.Stdout}, os.Stderr)
+			hk.After(ctx, res, err)
 			return deployExit(res, err)
 		},
 	}
@@ -142,6 +153,7 @@ nothing was changed.`,
 	fl.StringVar(&f.report, "report", "", "write an HTML report of the deploy to this file (self-contained, opens offline)")
 	fl.StringVar(&f.measureURL, "measure", "", "probe this URL through the deploy and count the requests that reached nothing (e.g. the load balancer's listener)")
 	fl.Float64Var(&f.rate, "rate", 200, "with --measure: requests per second")
+	fl.BoolVar(&f.insecurePlaintext, "insecure-plaintext", false, "allow plain HTTP to agents beyond loopback (the token crosses the network in clear; prefer hosts[].ssh or agent_tls)")
 	_ = cmd.MarkFlagRequired("version")
 	return cmd
 }
@@ -162,8 +174,10 @@ func deployExit(res deploy.Result, err error) error {
 // runDeploy resolves the definition for every host and runs the rolling
 // deploy, writing progress to out and warnings to errOut.
 func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOut io.Writer) (deploy.Result, error) {
-	if err := definition.CheckVersion(f.version); err != nil {
-		return deploy.Result{}, usagef("--version: %v", err)
+	if !f.rollback {
+		if err := definition.CheckVersion(f.version); err != nil {
+			return deploy.Result{}, usagef("--version: %v", err)
+		}
 	}
 	agentToken, err := auth.LoadToken(f.agentTokenFile, agentTokenEnv)
 	if err != nil {
@@ -172,7 +186,7 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 	var lbToken string
 	// An ALB takes the AWS SDK's credentials; HAProxy's Runtime API has no token.
 	if cfg.LoadBalancer.Kind != fleet.KindALB && cfg.LoadBalancer.Kind != fleet.KindHAProxy {
-		if lbToken, err = auth.LoadToken(firstNonEmpty(f.lbTokenFile, cfg.LoadBalancer.AdminTokenFile), lbTokenEnv); err != nil {
+		if lbToken, err = auth.LoadToken(firstNonEmpty(f.lbTokenFile, cfg.AdminTokenPath()), lbTokenEnv); err != nil {
 			return deploy.Result{}, usagef("load balancer token: %v", err)
 		}
 	}
@@ -182,46 +196,59 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 			fmt.Fprintf(errOut, "warning: timing invariant %s fails: %s (see mythex check -f %s)\n", r.Name, r.Formula, cfg.Path)
 		}
 	}
-	o, err := deployOptions(ctx, cfg, f.version, agentToken, lbToken, errOut)
-	if err != nil {
+	// Every agent is reached the same way for the whole deploy (SSH, TLS,
+	// loopback), connected before anything changes.
+	pool := newAgentPool(f.insecurePlaintext, errOut)
+	defer pool.Close()
+	build := func(ctx context.Context, version string) (deploy.Options, error) {
+		return deployOptions(ctx, cfg, version, agentToken, lbToken, pool, errOut)
+	}
+	kind, verb := history.KindDeploy, "deploy"
+	var o deploy.Options
+	if f.rollback {
+		var plan deploy.RollbackPlan
+		if o, plan, err = deploy.ForRollback(ctx, cfg, f.version, agentToken, pool, build); err != nil {
+			return deploy.Result{}, err
+		}
+		f.version, kind, verb = plan.Version, history.KindRollback, "rollback to"
+		if !f.asJSON {
+			fmt.Fprintf(out, "rolling the fleet back to %s (%s)\n", plan.Version, plan.Why)
+		}
+	} else if o, err = build(ctx, f.version); err != nil {
 		return deploy.Result{}, err
 	}
 	holder := f.holder
 	if holder == "" {
-		holder = fmt.Sprintf("deploy %s by %s", f.version, whoAmI())
+		holder = fmt.Sprintf("%s %s by %s", verb, f.version, auth.WhoAmI())
 	}
 	mode := termui.Plain
 	switch {
 	case f.asJSON:
 		mode = termui.JSON
-	case isTerminal(unwrapDrop(out)):
+	case termui.IsTerminal(termui.Unwrap(out)):
 		mode = termui.TTY
 	}
 	start := time.Now()
-	if t0, ok := measureStart(start); ok {
+	if t0, ok := probe.StartFromEnv(start); ok {
 		// Under `mythex measure --`: count seconds from the prober's second 0.
 		start = t0
 	}
 	if mode == termui.JSON && f.measureURL != "" {
 		// The prober's seconds and the deploy's events share the stream.
-		out = &lockedWriter{w: out}
+		out = termui.Locked(out)
 	}
 	r := termui.NewDeployRendererAt(out, mode, start)
 	var rec *deployrec.Recorder // nil records nothing
 	if f.report != "" || f.measureURL != "" {
 		rec = deployrec.New("mythex "+strings.Join(os.Args[1:], " "), nil)
 		rec.SetFleet(cfg.Config)
-		var hosts []string
-		for _, h := range cfg.Hosts {
-			hosts = append(hosts, h.Name)
-		}
-		rec.BeginDeploy("", f.version, hosts)
+		rec.BeginDeploy("", f.version, cfg.HostNames())
 	}
 	o.Holder, o.Observer, o.AllowDowntime = holder, rec.Observe(r), f.allowDowntime
 	if len(f.targetServices) > 0 {
 		o.TargetServices = f.targetServices
 	}
-	o.ImageExists = localImageExists
+	o.ImageExists = docker.LocalImageExists
 	d, err := deploy.New(o)
 	if err != nil {
 		r.Close()
@@ -235,15 +262,15 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 	began := time.Now()
 	res, err := d.Run(ctx)
 	rec.EndDeploy(res, err)
-	probed := lm.stop(ctx)
+	probed := lm.Stop(ctx)
 	r.Close()
-	recordDeployHistory(ctx, o.Hosts, holder, began, res, err, errOut)
+	deploy.RecordHistory(ctx, kind, o.Hosts, holder, began, res, err, errOut)
 	switch {
 	case f.asJSON:
 		b, _ := json.Marshal(res)
 		fmt.Fprintf(out, "%s\n", b)
 	case len(res.Hosts) > 0:
-		printDeploySummary(out, res, err)
+		termui.WriteDeploySummary(out, res, err)
 	}
 	if probed != nil {
 		if f.asJSON {
@@ -258,7 +285,7 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 		if f.asJSON {
 			progress = errOut
 		}
-		if werr := writeReport(f.report, rec.Recording(), progress); werr != nil && err == nil {
+		if werr := report.WriteFile(f.report, rec.Recording(), progress); werr != nil && err == nil {
 			err = werr
 		}
 	}
@@ -266,79 +293,4 @@ func runDeploy(ctx context.Context, cfg *fleet.Loaded, f deployFlags, out, errOu
 		err = withCode(exitFailed, fmt.Errorf("the deploy succeeded, but %d of %d requests to %s reached nothing", probed.ReachedNothing, probed.Requests, probed.URL))
 	}
 	return res, err
-}
-
-// printDeploySummary prints each host's time against the analytic lower bound.
-func printDeploySummary(w io.Writer, res deploy.Result, err error) {
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "%-10s %-8s %9s %9s %6s  %s\n", "host", "result", "took", "bound", "ratio", "phases")
-	for _, h := range res.Hosts {
-		result := "ok"
-		switch {
-		case h.RolledBack:
-			result = "rollback"
-		case !h.OK:
-			result = "FAILED"
-		}
-		var ph []string
-		for _, p := range h.Phases {
-			ph = append(ph, fmt.Sprintf("%s %.2fs", p.Phase, p.Seconds))
-		}
-		ratio := "-"
-		if h.BoundSeconds > 0 {
-			ratio = fmt.Sprintf("%.2f", h.Seconds/h.BoundSeconds)
-		}
-		fmt.Fprintf(w, "%-10s %-8s %8.2fs %8.2fs %6s  %s\n", h.Host, result, h.Seconds, h.BoundSeconds, ratio, strings.Join(ph, ", "))
-	}
-	b := res.Bound
-	fmt.Fprintf(w, "bound per host = drain %.2fs + stop %.2fs + start %.2fs + healthy %.2fs + verify %.2fs: the least any deploy of these numbers can take (%s)\n",
-		b.Drain.Seconds(), b.Stop.Seconds(), b.Start.Seconds(), b.Healthy.Seconds(), b.Verify.Seconds(), b.Explain())
-	if err == nil {
-		fmt.Fprintf(w, "deployed %s to %d hosts in %.2fs, verified on every host\n", res.Version, len(res.Hosts), res.Seconds)
-	} else if len(res.RolledBack) > 0 {
-		fmt.Fprintf(w, "deploy of %s failed; the fleet was rolled back: %s\n", res.Version, strings.Join(res.RolledBack, ", "))
-	}
-}
-
-// dropWriter writes to w until a write fails (a closed pipe), then drops
-// everything: losing the reader must not stop a deploy halfway.
-type dropWriter struct {
-	w      io.Writer
-	mu     sync.Mutex
-	broken bool
-}
-
-func (d *dropWriter) Write(p []byte) (int, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.broken {
-		return len(p), nil
-	}
-	if _, err := d.w.Write(p); err != nil {
-		d.broken = true
-	}
-	return len(p), nil
-}
-
-// unwrapDrop returns the writer behind a dropWriter.
-func unwrapDrop(w io.Writer) io.Writer {
-	if d, ok := w.(*dropWriter); ok {
-		return d.w
-	}
-	return w
-}
-
-// localImageExists asks the local Docker engine whether it has image; the
-// deploy's preflight calls it for hosts whose agent runs on this machine
-// with the Docker runtime.
-func localImageExists(ctx context.Context, image string) error {
-	cli, err := docker.Connect(ctx, "")
-	if err != nil {
-		return fmt.Errorf("cannot ask the Docker engine: %w", err)
-	}
-	defer cli.Close()
-	if _, err := cli.ImageInspect(ctx, image); err != nil {
-		return fmt.Errorf("the Docker engine does not have it (build or pull it first): %w", err)
-	}
-	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/mythex/mythex/internal/deployrec"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/probe"
+	"github.com/mythex/mythex/internal/termui"
 )
 
 // checkMeasureFlags refuses deploy's --measure, --rate and --report
@@ -25,21 +25,11 @@ func checkMeasureFlags(f deployFlags) error {
 	return checkReportPath(f.report)
 }
 
-// loadRun is the prober running through a deploy; a nil *loadRun measures
-// nothing.
-type loadRun struct {
-	p    *probe.Prober
-	rec  *deployrec.Recorder
-	tail time.Duration
-}
-
-// startDeployLoad starts the prober of deploy --measure a moment (one health
-// check interval, at least half a second) before the deploy begins, so the
-// report shows the fleet serving before anything changed. Without
-// --measure it returns nil.
+// startDeployLoad starts the prober of deploy --measure (deployrec.StartLoad).
+// Without --measure it returns nil, which measures nothing.
 // With --json each second also goes to jsonOut as a probe_second line
 // (jsonOut must be the event stream's writer, serialised).
-func startDeployLoad(ctx context.Context, cfg *fleet.Loaded, f deployFlags, rec *deployrec.Recorder, jsonOut io.Writer) (*loadRun, error) {
+func startDeployLoad(ctx context.Context, cfg *fleet.Loaded, f deployFlags, rec *deployrec.Recorder, jsonOut io.Writer) (*deployrec.Load, error) {
 	if f.measureURL == "" {
 		return nil, nil
 	}
@@ -47,53 +37,12 @@ func startDeployLoad(ctx context.Context, cfg *fleet.Loaded, f deployFlags, rec 
 	if f.asJSON {
 		deps.OnBucket = func(b probe.Bucket) {
 			rec.ProbeSecond(b)
-			fmt.Fprintf(jsonOut, "%s\n", probeSecondLine(b))
+			fmt.Fprintf(jsonOut, "%s\n", termui.ProbeSecondJSON(b, time.Now()))
 		}
 	}
 	p, err := probe.New(probe.Config{URL: f.measureURL, Rate: f.rate}, deps)
 	if err != nil {
 		return nil, usagef("--measure: %s", strings.NewReplacer("url: ", "", "rate: ", "--rate: ").Replace(err.Error()))
 	}
-	rec.ProbeStarted(p.Config().URL, f.rate)
-	if err := p.Start(ctx); err != nil {
-		return nil, err
-	}
-	hc := cfg.LoadBalancer.HealthCheck
-	lead := max(hc.Interval, 500*time.Millisecond)
-	sleepCtx(ctx, lead)
-	// The tail is as long as the LB needs to notice anything the deploy left
-	// behind (U failed checks, each up to the timeout).
-	return &loadRun{p: p, rec: rec, tail: hc.Interval*time.Duration(hc.UnhealthyThreshold) + hc.Timeout}, nil
-}
-
-// stop waits out the tail, stops the prober and returns its report; nil
-// without --measure.
-func (l *loadRun) stop(ctx context.Context) *probe.Report {
-	if l == nil {
-		return nil
-	}
-	sleepCtx(ctx, l.tail)
-	rep := l.p.Stop()
-	l.rec.ProbeStopped(rep)
-	return &rep
-}
-
-// probeSecondLine is one second of the prober as the --json event stream
-// carries it.
-func probeSecondLine(b probe.Bucket) []byte {
-	line, _ := json.Marshal(struct {
-		At     time.Time    `json:"at"`
-		Kind   string       `json:"kind"`
-		Second probe.Bucket `json:"second"`
-	}{time.Now(), "probe_second", b})
-	return line
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
+	return deployrec.StartLoad(ctx, p, rec, f.rate, cfg.LoadBalancer.HealthCheck)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,6 +14,7 @@ import (
 	"github.com/mythex/mythex/internal/auth"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/history"
+	"github.com/mythex/mythex/internal/termui"
 )
 
 type historyFlags struct {
@@ -77,23 +77,7 @@ func runHistory(ctx context.Context, cfg *fleet.Loaded, f historyFlags, out, err
 	defer pool.Close()
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	var mu sync.Mutex
-	var all []history.Record
-	var unread []string
-	var wg sync.WaitGroup
-	for _, h := range cfg.Hosts {
-		wg.Go(func() {
-			recs, err := readHostHistory(ctx, pool, cfg, h, token, f.limit)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				unread = append(unread, fmt.Sprintf("%s (%v)", h.Name, err))
-				return
-			}
-			all = append(all, recs...)
-		})
-	}
-	wg.Wait()
+	all, unread := pool.Histories(ctx, cfg, token, f.limit)
 	deploys := history.Merge(all, f.limit)
 	if f.asJSON {
 		if deploys == nil {
@@ -105,44 +89,11 @@ func runHistory(ctx context.Context, cfg *fleet.Loaded, f historyFlags, out, err
 		}
 		fmt.Fprintf(out, "%s\n", b)
 	} else {
-		writeHistory(out, deploys)
+		termui.WriteHistory(out, deploys)
 	}
 	if len(unread) > 0 {
 		fmt.Fprintf(errOut, "could not read the history of: %s\n", strings.Join(unread, "; "))
 		return silentExit(exitFailed)
 	}
 	return nil
-}
-
-func readHostHistory(ctx context.Context, pool *agentconn.Pool, cfg *fleet.Loaded, h fleet.Host, token string, limit int) ([]history.Record, error) {
-	c, err := pool.Connect(ctx, cfg, h, token)
-	if err != nil {
-		return nil, err
-	}
-	return c.History(ctx, limit)
-}
-
-func writeHistory(w io.Writer, deploys []history.Deploy) {
-	if len(deploys) == 0 {
-		fmt.Fprintln(w, "no deploys recorded yet")
-		return
-	}
-	for _, d := range deploys {
-		from := strings.Join(d.From, "+")
-		if from == "" {
-			from = "(nothing)"
-		}
-		fmt.Fprintf(w, "%s  %-8s %-11s %s → %s  %s  (%s, %s)\n", d.Started.Local().Format("2006-01-02 15:04:05"), d.Kind, d.Result,
-			from, d.To, d.Who, d.Ended.Sub(d.Started).Round(100*time.Millisecond), d.ID)
-		for _, h := range d.Hosts {
-			var ph []string
-			for _, p := range h.Phases {
-				ph = append(ph, fmt.Sprintf("%s %.2fs", p.Phase, p.Seconds))
-			}
-			fmt.Fprintf(w, "    %-10s %-11s %s\n", h.Host, h.HostResult, strings.Join(ph, " · "))
-		}
-		if d.Error != "" {
-			fmt.Fprintf(w, "    why: %s\n", d.Error)
-		}
-	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,32 +11,8 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/agentapi"
-	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/history"
 )
-
-func TestHistoryRecords(t *testing.T) {
-	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	hosts := []deploy.Host{{Name: "web-1"}, {Name: "web-2"}, {Name: "web-3"}}
-	res := deploy.Result{Version: "v2", Hosts: []deploy.HostResult{
-		{Host: "web-1", OK: true, PreviousVersion: "v1", Phases: []deploy.PhaseTime{{Phase: deploy.PhaseDrain, Seconds: 1.5}}},
-		{Host: "web-2", RolledBack: true, PreviousVersion: "v1"},
-	}}
-	recs := historyRecords("d1", "ci", t0, t0.Add(time.Minute), hosts, res, errors.New("web-2 failed at healthy"))
-	want := []struct{ host, hostResult, from string }{{"web-1", "ok", "v1"}, {"web-2", "rolled_back", "v1"}, {"web-3", "untouched", ""}}
-	for i, w := range want {
-		r := recs[i]
-		if r.Host != w.host || r.HostResult != w.hostResult || r.From != w.from || r.Result != history.ResultRolledBack || r.ID != "d1" || r.To != "v2" {
-			t.Errorf("record %d = %+v; want %s %s from %q, deploy rolled_back", i, r, w.host, w.hostResult, w.from)
-		}
-		if err := history.Validate(r); err != nil {
-			t.Errorf("record %d is not storable: %v", i, err)
-		}
-	}
-	if len(recs[0].Phases) != 1 || recs[0].Phases[0].Phase != "drain" {
-		t.Errorf("phases lost: %+v", recs[0].Phases)
-	}
-}
 
 func TestHistoryCmd(t *testing.T) {
 	const tok = "0123456789abcdef0123"

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -26,7 +25,9 @@ func newImageCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "image",
 		Short: "Container images for the Docker runtime",
-		Args:  cobra.NoArgs,
+		Example: `  # the image examples/docker's compose.yaml runs, tagged for two versions
+  mythex image build --tag mythex/app:v1 --tag mythex/app:v2`,
+		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newImageBuildCmd())
 	return cmd
@@ -83,31 +84,14 @@ func runImageBuild(ctx context.Context, f imageBuildFlags, out, errOut io.Writer
 			return usagef("--tag %q is not an image reference; use a name like mythex/app:v1", t)
 		}
 	}
-	bin := f.binary
-	if bin == "" {
-		self, err := os.Executable()
-		if err != nil {
-			return usagef("--binary: cannot find this binary (%v); give --binary PATH", err)
-		}
-		bin = self
+	tmp, err := os.MkdirTemp("", "mythex-image-")
+	if err != nil {
+		return err
 	}
-	if f.binary == "" {
-		// This binary may be dynamically linked (cgo on, as `go run` makes
-		// it on most machines): build a static one from source instead.
-		tmp, err := os.MkdirTemp("", "mythex-image-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(tmp)
-		if bin, err = docker.StaticBinary(ctx, bin, tmp, errOut); err != nil {
-			return usagef("%v; or pass --binary PATH of a static one", err)
-		}
-	}
-	if err := docker.CheckStatic(bin); err != nil {
-		if errors.Is(err, docker.ErrNotStatic) {
-			return usagef("--binary: %v, or pass --binary PATH of a static one", err)
-		}
-		return usagef("--binary: %v", err)
+	defer os.RemoveAll(tmp)
+	bin, err := docker.ImageBinary(ctx, f.binary, tmp, errOut)
+	if err != nil {
+		return usagef("--binary: %v (--binary PATH)", err)
 	}
 	cli, err := docker.Connect(ctx, f.dockerHost)
 	if err != nil {

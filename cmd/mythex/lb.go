@@ -4,10 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -55,8 +51,9 @@ AWS CLI (--endpoint-url) can drive it. --elbv2-throttle N answers only N calls p
 (ThrottlingException beyond), to rehearse a throttled account.
 
 State changes are logged; requests are not. SIGINT or SIGTERM shut it down cleanly.`,
-		Example: `  # run the LB of the seed fleet, token from the environment
-  MYTHEX_LB_TOKEN=$(openssl rand -hex 32) mythex lb -f examples/seed/after.yml
+		Example: `  # run the LB of the local example fleet; the token from the environment, where deploy and status find it too
+  export MYTHEX_LB_TOKEN=$(openssl rand -hex 32)
+  mythex lb -f examples/local/mythex.yml
 
   # other addresses, token from a file, JSON logs
   mythex lb -f mythex.yml --listen 127.0.0.1:8080 --admin-listen 127.0.0.1:8079 \
@@ -66,14 +63,13 @@ State changes are logged; requests are not. SIGINT or SIGTERM shut it down clean
   curl -H "Authorization: Bearer $MYTHEX_LB_TOKEN" http://127.0.0.1:9079/v1/targets
 
   # also answer the ELBv2 API, and ask it with the AWS CLI
-  MYTHEX_LB_TOKEN=$(openssl rand -hex 32) MYTHEX_LB_AWS_ACCESS_KEY_ID=AKIAEXAMPLE MYTHEX_LB_AWS_SECRET_ACCESS_KEY=secret \
-      mythex lb -f mythex.yml
+  MYTHEX_LB_AWS_ACCESS_KEY_ID=AKIAEXAMPLE MYTHEX_LB_AWS_SECRET_ACCESS_KEY=secret mythex lb -f examples/local/mythex.yml
   AWS_ACCESS_KEY_ID=AKIAEXAMPLE AWS_SECRET_ACCESS_KEY=secret aws elbv2 describe-target-health \
-      --region us-east-1 --endpoint-url http://127.0.0.1:8079 \
+      --region us-east-1 --endpoint-url http://127.0.0.1:9079 \
       --target-group-arn arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/mythex/6d79746865786c62`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := fleet.Load(file)
+			cfg, err := loadFleet(file)
 			if err != nil {
 				return err
 			}
@@ -95,7 +91,7 @@ State changes are logged; requests are not. SIGINT or SIGTERM shut it down clean
 				return err
 			}
 			if lbc.Kind == fleet.KindALB && elbv2 == nil {
-				return usagef("load_balancer.kind is alb: mythex lb stands in for the ALB only through its ELBv2 endpoint; give it a key pair (--elbv2-key-file or $%s and $%s)", elbv2KeyIDEnv, elbv2SecretEnv)
+				return usagef("load_balancer.kind is alb: mythex lb stands in for the ALB only through its ELBv2 endpoint; give it a key pair (--elbv2-key-file or $%s and $%s)", lb.ELBv2KeyIDEnv, lb.ELBv2SecretEnv)
 			}
 			settings, err := lb.SettingsFromFleet(lbc)
 			if err != nil {
@@ -107,13 +103,7 @@ State changes are logged; requests are not. SIGINT or SIGTERM shut it down clean
 			if !auth.IsLoopback(lbc.AdminListen) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: the admin API serves plain HTTP on %s (--insecure-plaintext): its token, which can take every target out of rotation, crosses the network in clear\n", lbc.AdminListen)
 			}
-			if tokenFile == "" && lbc.AdminTokenFile != "" {
-				tokenFile = lbc.AdminTokenFile
-				if !filepath.IsAbs(tokenFile) {
-					tokenFile = filepath.Join(cfg.Dir(), tokenFile)
-				}
-			}
-			token, err := auth.LoadAdminToken(tokenFile, lbTokenEnv, "--token-file or load_balancer.admin_token_file")
+			token, err := auth.LoadAdminToken(firstNonEmpty(tokenFile, cfg.AdminTokenPath()), lbTokenEnv, "--token-file or load_balancer.admin_token_file")
 			if err != nil {
 				if errors.Is(err, auth.ErrNoToken) || errors.Is(err, auth.ErrShortToken) {
 					return usagef("the admin API needs a bearer token of at least %d bytes: %v", auth.MinTokenBytes, err)
@@ -129,36 +119,14 @@ State changes are logged; requests are not. SIGINT or SIGTERM shut it down clean
 			if err != nil {
 				return err
 			}
-			ln, err := net.Listen("tcp", lbc.Listen)
-			if err != nil {
-				srv.Group.Close()
-				return fmt.Errorf("listen on %s (load_balancer.listen): %w", lbc.Listen, err)
+			targets := make([]lb.StartTarget, len(cfg.Hosts))
+			for i, h := range cfg.Hosts {
+				targets[i] = lb.StartTarget{ID: h.Name, Address: h.Target}
 			}
-			adminLn, err := net.Listen("tcp", lbc.AdminListen)
-			if err != nil {
-				ln.Close()
-				srv.Group.Close()
-				return fmt.Errorf("listen on %s (load_balancer.admin_listen): %w", lbc.AdminListen, err)
+			err = srv.ListenAndServe(cmd.Context(), lbc.Listen, lbc.AdminListen, targets)
+			if _, ok := errors.AsType[*lb.RegisterError](err); ok {
+				return withCode(exitBadUse, err)
 			}
-			log.Info("mythex lb started", "listen", ln.Addr().String(), "admin", adminLn.Addr().String(),
-				"targets", len(cfg.Hosts), "algorithm", settings.Algorithm.String(),
-				"health_check_interval", settings.HealthCheckInterval, "healthy_threshold", settings.Thresholds.Healthy,
-				"unhealthy_threshold", settings.Thresholds.Unhealthy, "deregistration_delay", settings.DeregistrationDelay,
-				"idle_timeout", settings.IdleTimeout)
-			if elbv2 != nil {
-				log.Info("ELBv2 API endpoint on the admin listener", "endpoint", "http://"+adminLn.Addr().String()+"/",
-					"region", elbv2.Region, "target_group_arn", srv.TargetGroupARN, "throttle_calls_per_second", elbv2.Throttle)
-			}
-			for _, h := range cfg.Hosts {
-				if _, err := srv.Group.Register(h.Name, h.Target); err != nil {
-					ln.Close()
-					adminLn.Close()
-					srv.Group.Close()
-					return withCode(exitBadUse, fmt.Errorf("register host %s: %w", h.Name, err))
-				}
-			}
-			err = srv.Serve(cmd.Context(), ln, adminLn)
-			log.Info("mythex lb stopped")
 			return err
 		},
 	}
@@ -168,7 +136,7 @@ State changes are logged; requests are not. SIGINT or SIGTERM shut it down clean
 	f.StringVar(&adminListen, "admin-listen", "", "admin API address host:port (default: load_balancer.admin_listen)")
 	f.StringVar(&tokenFile, "token-file", "", "file holding the admin bearer token (default: load_balancer.admin_token_file, else $"+lbTokenEnv+")")
 	f.StringVar(&algorithm, "algorithm", "", "round_robin or least_outstanding_requests (default: load_balancer.algorithm)")
-	f.StringVar(&elbv2KeyFile, "elbv2-key-file", "", "file holding the ELBv2 endpoint's key pair, one line \"ACCESS_KEY_ID SECRET_ACCESS_KEY\" (default: $"+elbv2KeyIDEnv+" and $"+elbv2SecretEnv+"; neither: no ELBv2 endpoint)")
+	f.StringVar(&elbv2KeyFile, "elbv2-key-file", "", "file holding the ELBv2 endpoint's key pair, one line \"ACCESS_KEY_ID SECRET_ACCESS_KEY\" (default: $"+lb.ELBv2KeyIDEnv+" and $"+lb.ELBv2SecretEnv+"; neither: no ELBv2 endpoint)")
 	f.Float64Var(&elbv2Throttle, "elbv2-throttle", 0, "answer at most this many ELBv2 calls per second, ThrottlingException beyond (0: no limit)")
 	f.BoolVar(&allowRemote, "insecure-plaintext", false, "serve the admin API in plain HTTP on an address beyond loopback (the token then crosses the network in clear), as mythex agent --insecure-plaintext")
 	f.BoolVar(&allowRemote, "admin-allow-remote", false, "old name of --insecure-plaintext")
@@ -178,59 +146,25 @@ State changes are logged; requests are not. SIGINT or SIGTERM shut it down clean
 	return cmd
 }
 
-// Environment variables of the ELBv2 endpoint's key pair.
-const (
-	elbv2KeyIDEnv  = "MYTHEX_LB_AWS_ACCESS_KEY_ID"
-	elbv2SecretEnv = "MYTHEX_LB_AWS_SECRET_ACCESS_KEY"
-)
-
 // elbv2Options builds the ELBv2 endpoint's options from the key file or the
 // environment; nil when neither gives a key pair (no endpoint).
 func elbv2Options(lbc fleet.LoadBalancer, keyFile string, throttle float64) (*lb.ELBv2Options, error) {
 	if throttle < 0 {
 		return nil, usagef("--elbv2-throttle must be 0 (no limit) or more calls per second, got %v", throttle)
 	}
-	var key lb.KeyPair
-	if keyFile != "" {
-		b, err := os.ReadFile(keyFile)
-		if err != nil {
-			return nil, withCode(exitBadUse, fmt.Errorf("--elbv2-key-file: %w", err))
-		}
-		f := strings.Fields(string(b))
-		if len(f) != 2 {
-			return nil, usagef("--elbv2-key-file %s must hold one line \"ACCESS_KEY_ID SECRET_ACCESS_KEY\"", keyFile)
-		}
-		key = lb.KeyPair{AccessKeyID: f[0], SecretAccessKey: f[1]}
-	} else {
-		key = lb.KeyPair{AccessKeyID: os.Getenv(elbv2KeyIDEnv), SecretAccessKey: os.Getenv(elbv2SecretEnv)}
-		if key.AccessKeyID == "" && key.SecretAccessKey == "" {
-			return nil, nil
-		}
-		if key.AccessKeyID == "" || key.SecretAccessKey == "" {
-			return nil, usagef("set both $%s and $%s for the ELBv2 endpoint, or neither", elbv2KeyIDEnv, elbv2SecretEnv)
-		}
+	key, ok, err := lb.LoadELBv2Key(keyFile)
+	if errors.Is(err, lb.ErrKeyFile) {
+		return nil, usagef("--elbv2-key-file: %v", err)
+	} else if err != nil {
+		return nil, usagef("%v", err)
+	} else if !ok {
+		return nil, nil
 	}
 	o := &lb.ELBv2Options{Key: key, Region: lbc.Region, TargetGroupARN: lbc.TargetGroupARN, Throttle: throttle}
-	if o.Region == "" {
-		o.Region = arnRegion(lbc.TargetGroupARN)
-	}
-	if o.Region == "" {
-		o.Region = lb.DefaultELBv2Region
-	}
 	if err := o.Validate(); err != nil {
 		return nil, usagef("%v", err)
 	}
 	return o, nil
-}
-
-// arnRegion is the region field of an ARN (arn:aws:SERVICE:REGION:…); "" when
-// it has none.
-func arnRegion(arn string) string {
-	f := strings.Split(arn, ":")
-	if len(f) < 6 {
-		return ""
-	}
-	return f[3]
 }
 
 // newLogger returns a slog logger on the command's stderr in format.

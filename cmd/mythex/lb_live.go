@@ -3,10 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/lbport/alb"
 	"github.com/mythex/mythex/internal/lbport/fleetlb"
+	"github.com/mythex/mythex/internal/termui"
 	"github.com/mythex/mythex/internal/timing"
 )
 
@@ -29,7 +28,7 @@ const liveCallTimeout = 2 * time.Minute
 func openLB(ctx context.Context, cfg *fleet.Loaded, tokenFile string) (lbport.Driver, error) {
 	var o fleetlb.Options
 	if cfg.LoadBalancer.Kind == fleet.KindEmbedded {
-		tok, err := auth.LoadToken(firstNonEmpty(tokenFile, cfg.LoadBalancer.AdminTokenFile), lbTokenEnv)
+		tok, err := auth.LoadToken(firstNonEmpty(tokenFile, cfg.AdminTokenPath()), lbTokenEnv)
 		if err != nil {
 			return nil, withCode(exitBadUse, err)
 		}
@@ -59,26 +58,13 @@ func lbExit(err error) error {
 	return err
 }
 
-// liveJSON is the shape of `mythex check --live --json`.
-type liveJSON struct {
-	File  string               `json:"file"`
-	Kind  string               `json:"kind"`
-	OK    bool                 `json:"ok"`
-	Drift []fleetlb.Difference `json:"drift"`
-	// Check is `mythex check --json` on the live numbers.
-	Check json.RawMessage `json:"check"`
-}
-
 // runCheckLive is `mythex check --live`: the invariants on the live target
 // group's numbers, and every field where it differs from the file. Exit 1
 // when an invariant fails or anything differs.
 func runCheckLive(cmd *cobra.Command, file, tokenFile string, asJSON bool) error {
-	l, err := fleet.Load(file)
+	l, err := loadFleet(file)
 	if err != nil {
-		if errors.Is(err, fleet.ErrInvalid) {
-			return err
-		}
-		return withCode(exitBadUse, err)
+		return err
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), liveCallTimeout)
 	defer cancel()
@@ -98,21 +84,16 @@ func runCheckLive(cmd *cobra.Command, file, tokenFile string, asJSON bool) error
 	out := cmd.OutOrStdout()
 	if asJSON {
 		var b bytes.Buffer
-		if err := writeCheckJSON(&b, file, rep); err != nil {
+		if err := termui.WriteCheckJSON(&b, file, rep); err != nil {
 			return err
 		}
-		v := liveJSON{File: file, Kind: l.LoadBalancer.Kind, OK: rep.OK() && len(drift) == 0, Drift: drift, Check: b.Bytes()}
-		if v.Drift == nil {
-			v.Drift = []fleetlb.Difference{}
-		}
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(v); err != nil {
+		v := termui.LiveCheckJSON{File: file, Kind: l.LoadBalancer.Kind, OK: rep.OK() && len(drift) == 0, Drift: drift, Check: b.Bytes()}
+		if err := termui.WriteJSON(out, v); err != nil {
 			return err
 		}
 	} else {
-		writeDrift(out, l.LoadBalancer, drift)
-		if err := writeCheckText(out, file+" (live numbers)", rep, useColor(out)); err != nil {
+		termui.WriteDrift(out, l.LoadBalancer, drift)
+		if err := termui.WriteCheckText(out, file+" (live numbers)", rep, termui.Color(out)); err != nil {
 			return err
 		}
 	}
@@ -120,35 +101,6 @@ func runCheckLive(cmd *cobra.Command, file, tokenFile string, asJSON bool) error
 		return silentExit(exitFailed)
 	}
 	return nil
-}
-
-func writeDrift(w io.Writer, lbc fleet.LoadBalancer, drift []fleetlb.Difference) {
-	what := "the " + lbc.Kind + " load balancer"
-	if lbc.TargetGroupARN != "" {
-		what = "target group " + lbc.TargetGroupARN
-	}
-	if len(drift) == 0 {
-		fmt.Fprintf(w, "live: %s matches mythex.yml\n\n", what)
-		return
-	}
-	fmt.Fprintf(w, "live: %s differs from mythex.yml in %d field(s):\n", what, len(drift))
-	width := 0
-	for _, d := range drift {
-		width = max(width, len(d.Field))
-	}
-	for _, d := range drift {
-		fmt.Fprintf(w, "  %-*s  file %-8s live %s\n", width, d.Field, d.File, d.Live)
-	}
-	fmt.Fprintln(w, "  (mythex lb apply -f FILE sets the file's numbers; the check below is on the live ones)")
-	fmt.Fprintln(w)
-}
-
-// applyJSON is the shape of `mythex lb apply --json`.
-type applyJSON struct {
-	File    string               `json:"file"`
-	DryRun  bool                 `json:"dry_run"`
-	Applied bool                 `json:"applied"`
-	Changes []fleetlb.Difference `json:"changes"`
 }
 
 func newLBApplyCmd() *cobra.Command {
@@ -175,7 +127,11 @@ mythex.yml again.
 
 Exit status: 0 applied (or nothing to change), 1 the load balancer failed the
 call, 2 bad input or refused credentials (nothing changed).`,
-		Example: `  # what would change
+		Example: `  # rehearse on the local example fleet: its LB started with a key pair answers the ELBv2 API
+  MYTHEX_LB_AWS_ACCESS_KEY_ID=AKIAEXAMPLE MYTHEX_LB_AWS_SECRET_ACCESS_KEY=secret mythex lb -f examples/local/mythex.yml &
+  AWS_ACCESS_KEY_ID=AKIAEXAMPLE AWS_SECRET_ACCESS_KEY=secret mythex lb apply -f examples/local/alb.yml --dry-run
+
+  # what would change
   mythex lb apply -f mythex.yml --dry-run
 
   # the local demo's embedded LB (mythex lb -f examples/local/mythex.yml running)
@@ -185,12 +141,9 @@ call, 2 bad input or refused credentials (nothing changed).`,
   mythex lb apply -f mythex.yml --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := fleet.Load(file)
+			l, err := loadFleet(file)
 			if err != nil {
-				if errors.Is(err, fleet.ErrInvalid) {
-					return err
-				}
-				return withCode(exitBadUse, err)
+				return err
 			}
 			if rep := timing.Check(l.Config); !rep.OK() {
 				return usagef("%s fails mythex check (%s): apply refuses numbers that break the timing model; run mythex check -f %s",
@@ -219,27 +172,10 @@ call, 2 bad input or refused credentials (nothing changed).`,
 				}
 				applied = true
 			}
-			out := cmd.OutOrStdout()
 			if asJSON {
-				if changes == nil {
-					changes = []fleetlb.Difference{}
-				}
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(applyJSON{File: file, DryRun: dryRun, Applied: applied, Changes: changes})
+				return termui.WriteJSON(cmd.OutOrStdout(), termui.LBApplyJSON{File: file, DryRun: dryRun, Applied: applied, Changes: changes})
 			}
-			switch {
-			case len(changes) == 0:
-				fmt.Fprintln(out, "the live target group already matches mythex.yml: nothing to change")
-				return nil
-			case dryRun:
-				fmt.Fprintf(out, "would change %d field(s) (--dry-run: nothing changed):\n", len(changes))
-			default:
-				fmt.Fprintf(out, "changed %d field(s):\n", len(changes))
-			}
-			for _, c := range changes {
-				fmt.Fprintf(out, "  %s: %s → %s\n", c.Field, c.Live, c.File)
-			}
+			termui.WriteLBApply(cmd.OutOrStdout(), file, changes, dryRun)
 			return nil
 		},
 	}

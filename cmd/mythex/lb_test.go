@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mythex/mythex/internal/lb"
 	"github.com/mythex/mythex/internal/lbapi"
 	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/testbin"
@@ -85,15 +86,15 @@ func TestLBCmd_BadInputExits2(t *testing.T) {
 		{"admin beyond loopback", []string{"lb", "-f", good, "--admin-listen", "0.0.0.0:9079"}, "tok-0123456789abcdef", "--insecure-plaintext"},
 		{"bad log format", []string{"lb", "-f", good, "--log-format", "xml"}, "tok-0123456789abcdef", "--log-format"},
 		{"not the embedded kind", []string{"lb", "-f", lbConfig(t, "127.0.0.1:9101", "127.0.0.1:9080", "127.0.0.1:9079", "  kind: haproxy\n")}, "tok-0123456789abcdef", "embedded"},
-		{"alb stand-in without a key pair", []string{"lb", "-f", lbConfig(t, "127.0.0.1:9101", "127.0.0.1:9080", "127.0.0.1:9079", "  kind: alb\n")}, "tok-0123456789abcdef", elbv2KeyIDEnv},
+		{"alb stand-in without a key pair", []string{"lb", "-f", lbConfig(t, "127.0.0.1:9101", "127.0.0.1:9080", "127.0.0.1:9079", "  kind: alb\n")}, "tok-0123456789abcdef", lb.ELBv2KeyIDEnv},
 		{"negative ELBv2 throttle", []string{"lb", "-f", good, "--elbv2-throttle", "-1"}, "tok-0123456789abcdef", "--elbv2-throttle"},
 		{"unreadable ELBv2 key file", []string{"lb", "-f", good, "--elbv2-key-file", "/nonexistent/key"}, "tok-0123456789abcdef", "--elbv2-key-file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv(lbTokenEnv, tt.token)
-			t.Setenv(elbv2KeyIDEnv, "")
-			t.Setenv(elbv2SecretEnv, "")
+			t.Setenv(lb.ELBv2KeyIDEnv, "")
+			t.Setenv(lb.ELBv2SecretEnv, "")
 			stderr := captureStderr(t, func() {
 				if code := run(tt.args); code != exitBadUse {
 					t.Errorf("exit code %d, want %d", code, exitBadUse)

@@ -2,20 +2,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mythex/mythex/internal/agentapi"
+	"github.com/mythex/mythex/internal/agentconn"
 	"github.com/mythex/mythex/internal/auth"
-	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/termui"
 )
 
 func newLeaseCmd() *cobra.Command {
@@ -72,8 +70,10 @@ registers it with the load balancer again, then answers. --fleet breaks the
 fleet lease instead (no recovery: it only keeps other deploys out).
 
 It refuses (exit 1) while the holder renewed the lease within the last half
-of its TTL: a deploy that is alive. --force breaks it anyway.`,
-		Example: `  mythex lease break -f examples/local/mythex.yml --host web-2
+of its TTL: a deploy that is alive. --force breaks it anyway. With no lease
+held there is nothing to break: it says so and exits 1.`,
+		Example: `  # a deployer killed mid-deploy on the local example fleet (exit 1 when no lease is held)
+  mythex lease break -f examples/local/mythex.yml --host web-2
   mythex lease break --agent 127.0.0.1:9201 --fleet
   mythex lease break -f examples/local/mythex.yml --host web-2 --force --by alice --json`,
 		Args: cobra.NoArgs,
@@ -81,13 +81,14 @@ of its TTL: a deploy that is alive. --force breaks it anyway.`,
 			if conn.agent == "" && (conn.file == "" || conn.host == "") {
 				return usagef("lease break acts on one host: give --agent ADDR, or -f mythex.yml with --host NAME")
 			}
-			c, name, err := conn.client()
+			c, name, done, err := conn.client(cmd.Context())
 			if err != nil {
 				return err
 			}
+			defer done()
 			by := br.by
 			if by == "" {
-				by = whoAmI()
+				by = auth.WhoAmI()
 			}
 			st, err := c.Status(cmd.Context())
 			if err != nil {
@@ -103,7 +104,7 @@ of its TTL: a deploy that is alive. --force breaks it anyway.`,
 			}
 			if !conn.asJSON {
 				fmt.Fprintf(os.Stderr, "%s: breaking the %s lease of %q (step %s); the agent recovers the host before it answers…\n",
-					name, kind, held.Holder, orDash(stepOf(*held)))
+					name, kind, held.Holder, termui.LeaseStep(*held))
 			}
 			rep, err := c.BreakLease(cmd.Context(), br.fleet, br.force, by)
 			if errors.Is(err, agentapi.ErrLeaseHeld) {
@@ -113,11 +114,11 @@ of its TTL: a deploy that is alive. --force breaks it anyway.`,
 				return agentErr(err)
 			}
 			if conn.asJSON {
-				return writeLeaseJSON(os.Stdout, rep)
+				return termui.WriteJSON(os.Stdout, rep)
 			}
 			fmt.Printf("%s: %s lease of %q broken\n", name, kind, rep.Broken.Holder)
 			if r := rep.Recovery; r != nil {
-				fmt.Printf("%s: recovery %s%s\n", name, r.State, recoveryDetail(*r))
+				fmt.Printf("%s: recovery %s%s\n", name, r.State, termui.RecoveryDetail(*r))
 				if r.State != agentapi.RecoveryRestored {
 					return fmt.Errorf("%s: the host is not restored: %s", name, r.Error)
 				}
@@ -132,56 +133,34 @@ of its TTL: a deploy that is alive. --force breaks it anyway.`,
 	return cmd
 }
 
-// leaseRow is one host's answer in lease status.
-type leaseRow struct {
-	Host       string                  `json:"host"`
-	Agent      string                  `json:"agent"`
-	Lease      *agentapi.Lease         `json:"lease,omitempty"`
-	FleetLease *agentapi.Lease         `json:"fleet_lease,omitempty"`
-	Restore    *agentapi.RestoreStatus `json:"restore,omitempty"`
-	Recovery   *agentapi.Recovery      `json:"recovery,omitempty"`
-	Error      string                  `json:"error,omitempty"`
-}
-
 func runLeaseStatus(ctx context.Context, conn agentConnFlags, out io.Writer) error {
-	type target struct{ name, addr string }
-	var targets []target
-	var token string
+	var rows []agentapi.HostLeases
 	if conn.file != "" && conn.host == "" && conn.agent == "" {
-		t, err := auth.LoadToken(conn.tokenFile, agentTokenEnv)
+		token, err := auth.LoadToken(conn.tokenFile, agentTokenEnv)
 		if err != nil {
 			return usagef("agent token: %v", err)
 		}
-		token = t
-		cfg, err := fleet.Load(conn.file)
+		cfg, err := loadFleet(conn.file)
 		if err != nil {
 			return err
 		}
+		pool := agentconn.NewPool(agentconn.Options{InsecurePlaintext: conn.insecurePlaintext, Warn: os.Stderr, Timeout: 30 * time.Second})
+		defer pool.Close()
 		for _, h := range cfg.Hosts {
-			targets = append(targets, target{h.Name, h.Agent})
+			c, err := pool.Connect(ctx, cfg, h, token)
+			if err != nil {
+				rows = append(rows, agentapi.HostLeases{Host: h.Name, Agent: h.Agent, Error: err.Error()})
+				continue
+			}
+			rows = append(rows, agentapi.AskLeases(ctx, c, h.Name))
 		}
-	}
-	var rows []leaseRow
-	ask := func(c *agentapi.Client, name string) leaseRow {
-		row := leaseRow{Host: name, Agent: c.Base()}
-		st, err := c.Status(ctx)
-		if err != nil {
-			row.Error = err.Error()
-			return row
-		}
-		row.Lease, row.FleetLease, row.Restore, row.Recovery = st.Lease, st.FleetLease, st.Restore, st.Recovery
-		return row
-	}
-	if targets == nil {
-		c, name, err := conn.client()
+	} else {
+		c, name, done, err := conn.client(ctx)
 		if err != nil {
 			return err
 		}
-		rows = append(rows, ask(c, name))
-	} else {
-		for _, t := range targets {
-			rows = append(rows, ask(agentapi.NewClient(t.addr, token, &http.Client{Timeout: 30 * time.Second}), t.name))
-		}
+		defer done()
+		rows = append(rows, agentapi.AskLeases(ctx, c, name))
 	}
 	var failed []string
 	for _, r := range rows {
@@ -190,88 +169,14 @@ func runLeaseStatus(ctx context.Context, conn agentConnFlags, out io.Writer) err
 		}
 	}
 	if conn.asJSON {
-		if err := writeLeaseJSON(out, rows); err != nil {
+		if err := termui.WriteJSON(out, rows); err != nil {
 			return err
 		}
 	} else {
-		printLeaseTable(out, rows, time.Now())
+		termui.WriteLeases(out, rows, time.Now())
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("could not ask the agents of %v", failed)
 	}
 	return nil
-}
-
-func printLeaseTable(out io.Writer, rows []leaseRow, now time.Time) {
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOST\tLEASE\tHOLDER\tLEFT\tRENEWED\tSTEP\tRESTORES TO\tHOST STATE")
-	for _, r := range rows {
-		if r.Error != "" {
-			fmt.Fprintf(tw, "%s\t?\t-\t-\t-\t-\t-\tunreachable: %s\n", r.Host, r.Error)
-			continue
-		}
-		state := "-"
-		if r.Restore != nil {
-			state = "restored (" + r.Restore.Version + ")"
-			if !r.Restore.Restored {
-				state = "NOT restored: " + r.Restore.Reason
-			}
-		}
-		if r.Recovery != nil && r.Recovery.State == agentapi.RecoveryRunning {
-			state = "recovering from the lease of " + r.Recovery.Holder
-		}
-		leases := 0
-		for _, l := range []struct {
-			kind string
-			l    *agentapi.Lease
-		}{{"host", r.Lease}, {"fleet", r.FleetLease}} {
-			if l.l == nil {
-				continue
-			}
-			leases++
-			renewed := "-"
-			if l.l.Renewed != nil {
-				renewed = now.Sub(*l.l.Renewed).Round(100*time.Millisecond).String() + " ago"
-			}
-			restore := "-"
-			if l.l.Restore != nil {
-				restore = l.l.Restore.Version
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Host, l.kind, l.l.Holder,
-				max(l.l.Expires.Sub(now), 0).Round(100*time.Millisecond), renewed, orDash(stepOf(*l.l)), restore, state)
-		}
-		if leases == 0 {
-			fmt.Fprintf(tw, "%s\tnone\t-\t-\t-\t-\t-\t%s\n", r.Host, state)
-		}
-	}
-	_ = tw.Flush()
-}
-
-func stepOf(l agentapi.Lease) string {
-	if l.Step == "" {
-		return ""
-	}
-	return l.Step + " (" + l.StepState + ")"
-}
-
-func recoveryDetail(r agentapi.Recovery) string {
-	s := ""
-	if r.Version != "" {
-		s += ": back on " + r.Version
-	} else if r.State == agentapi.RecoveryRestored {
-		s += ": the host ran nothing before that deploy; its new services were stopped"
-	}
-	if r.Registered {
-		s += ", registered with the load balancer"
-	}
-	if r.Error != "" {
-		s += ": " + r.Error
-	}
-	return s
-}
-
-func writeLeaseJSON(out io.Writer, v any) error {
-	enc := json.NewEncoder(out)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

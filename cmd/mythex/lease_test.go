@@ -22,7 +22,7 @@ func TestLeaseCmd(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, _ = runCLI(t, "lease", "status", "--agent", url, "--json")
-	var rows []leaseRow
+	var rows []agentapi.HostLeases
 	if code != exitOK || json.Unmarshal([]byte(stdout), &rows) != nil || len(rows) != 1 || rows[0].Lease == nil || rows[0].Lease.Holder != "deploy v2 by ci" {
 		t.Fatalf("status --json: exit %d, %q", code, stdout)
 	}

@@ -1,25 +1,22 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"runtime/debug"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/mythex/mythex/internal/deployrec"
 	"github.com/mythex/mythex/internal/probe"
+	"github.com/mythex/mythex/internal/report"
+	"github.com/mythex/mythex/internal/termui"
 )
 
 // measureOptions are mythex measure's flags.
@@ -37,10 +34,6 @@ type measureOptions struct {
 	quiet         bool
 	report        string
 }
-
-// commandWaitDelay is how long a command gets to exit after it was asked to
-// (on interrupt) before it is killed.
-const commandWaitDelay = 10 * time.Second
 
 func newMeasureCmd() *cobra.Command {
 	o := measureOptions{}
@@ -77,18 +70,18 @@ nothing or the command failed; 2 bad input; 3 when the measurement is
 incomplete (probe errors, unsent requests, interrupted). --json carries the
 same verdict: "verdict" (pass, fail, incomplete), "verdict_reason" and
 "max_dropped" beside the totals and per-second buckets.`,
-		Example: `  # 500 requests per second for 30 s through the load balancer
-  mythex measure --url http://127.0.0.1:8080/
+		Example: `  # 500 requests per second for 30 s through the local fleet's load balancer (examples/local)
+  mythex measure --url http://127.0.0.1:9080/
 
-  # gate a deploy in CI: fail if a single request reached nothing
-  mythex measure --url http://lb.internal/ --rate 200 --max-dropped 0 --json \
-      -- mythex deploy -f mythex.yml --version "$V"
+  # a deploy under load; fail if a single request reached nothing
+  mythex measure --url http://127.0.0.1:9080/ --rate 200 --max-dropped 0 --json \
+      -- mythex deploy -f examples/local/mythex.yml --version v2 > measure.json
 
   # the same, as an HTML report (requests by outcome, versions, latency per second)
-  mythex measure --url http://127.0.0.1:8080/ --duration 60s --report measure.html
+  mythex measure --url http://127.0.0.1:9080/ --duration 60s --report measure.html
 
   # watch a target's health endpoint: its 503s are drain signals, not errors
-  mythex measure --url http://10.0.0.5:8081/healthz --rate 20 --duration 60s`,
+  mythex measure --url http://127.0.0.1:9101/healthz --rate 20 --duration 60s`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
 				return usagef("unexpected argument %q: put the command to run while measuring after --, e.g. mythex measure --url URL -- COMMAND", args[0])
@@ -166,9 +159,8 @@ func runMeasure(ctx context.Context, o measureOptions, argv []string, mio measur
 	}
 
 	tuneGC()
-	mio.stdout, mio.stderr = serialized(mio.stdout), serialized(mio.stderr)
-	color := isTerminal(mio.stderr) && os.Getenv("NO_COLOR") == ""
-	style := probe.Style{Color: color}
+	mio.stdout, mio.stderr = termui.Serialized(mio.stdout), termui.Serialized(mio.stderr)
+	style := probe.Style{Color: termui.Color(mio.stderr)}
 	cfg := probe.Config{
 		URL:           o.url,
 		Rate:          o.rate,
@@ -200,219 +192,47 @@ func runMeasure(ctx context.Context, o measureOptions, argv []string, mio measur
 	}
 	cfg = p.Config()
 
-	what := fmt.Sprintf("for %s", cfg.Duration)
-	if withCommand {
-		what = fmt.Sprintf("while %s runs, then %s", strings.Join(argv, " "), o.tail)
-	}
 	if !o.quiet {
-		fmt.Fprintf(mio.stderr, "measuring %s %s at %g req/s %s (timeout %s, max in flight %d)\n",
-			cfg.Method, cfg.URL, cfg.Rate, what, cfg.Timeout, cfg.MaxInFlight)
+		fmt.Fprintln(mio.stderr, probe.HeaderLine(cfg, argv, o.tail))
 		fmt.Fprintln(mio.stderr, probe.TimelineHeader())
 	}
-
 	rec.ProbeStarted(cfg.URL, cfg.Rate)
-	probeStart := time.Now() // the timeline's second 0: request 0 is due at Start
-	if err := p.Start(ctx); err != nil {
-		return fmt.Errorf("start probe: %w", err)
+	run := probe.While{Path: cmdPath, Argv: argv, Tail: o.tail, Stdin: mio.stdin, Stdout: mio.stdout, Stderr: mio.stderr}
+	if o.jsonOut {
+		run.Stdout = mio.stderr // keep stdout for the JSON report
 	}
-	var cmdResult *probe.CommandResult
-	if withCommand {
-		cmdOut := mio.stdout
-		if o.jsonOut {
-			cmdOut = mio.stderr // keep stdout for the JSON report
-		}
-		cmdResult = runCommand(ctx, cmdPath, argv, probeStart, mio.stdin, cmdOut, mio.stderr)
-		t := time.NewTimer(o.tail)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-		}
-		t.Stop()
-	} else {
-		select {
-		case <-p.Done():
-		case <-ctx.Done():
-		}
+	rep, interrupted, err := probe.Measure(ctx, p, run)
+	if err != nil {
+		return err
 	}
-	report := p.Stop()
-	report.Command = cmdResult
-	interrupted := ctx.Err() != nil
-	rec.ProbeStopped(report)
+	rec.ProbeStopped(rep)
 	if o.report != "" {
-		if err := writeReport(o.report, rec.Recording(), mio.stderr); err != nil {
+		if err := report.WriteFile(o.report, rec.Recording(), mio.stderr); err != nil {
 			return err
 		}
 	}
 
-	v := measureVerdict(&report, o.maxDropped, interrupted)
+	v := probe.Judge(&rep, o.maxDropped, interrupted)
 	if o.jsonOut {
-		enc := json.NewEncoder(mio.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(measureOutput{report: report, verdict: verdictJSON{Verdict: v.name(), Reason: v.message, MaxDropped: o.maxDropped}}); err != nil {
+		if err := termui.WriteJSON(mio.stdout, probe.JudgedReport{Report: rep, Verdict: v, MaxDropped: o.maxDropped}); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}
-	} else if err := probe.WriteSummary(mio.stdout, &report, style); err != nil {
+	} else if err := probe.WriteSummary(mio.stdout, &rep, style); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	if late := pctOf(report.LateSends, report.Requests); late > 1 {
-		fmt.Fprintf(mio.stderr, "warning: %.1f%% of sends left more than %s behind schedule (machine busy?); latency is still measured from the scheduled time\n",
-			late, cfg.LateTolerance)
+	if w := probe.LateWarning(&rep, cfg.LateTolerance); w != "" {
+		fmt.Fprintln(mio.stderr, w)
 	}
 	if !o.jsonOut {
-		fmt.Fprintln(mio.stdout, v.line())
+		fmt.Fprintln(mio.stdout, v.Line())
 	}
-	if v.code == exitOK {
+	switch v.Grade {
+	case probe.Pass:
 		return nil
+	case probe.Fail:
+		return withCode(exitFailed, errors.New(v.Message))
 	}
-	return withCode(v.code, errors.New(v.message))
-}
-
-// runCommand runs argv (path resolved) to its end, with the given streams.
-// On ctx's end the command is interrupted, then killed after
-// commandWaitDelay.
-//
-// The command gets $MYTHEX_MEASURE_START, the prober's second 0 in Unix
-// nanoseconds: `mythex deploy` counts its progress lines' seconds from it.
-func runCommand(ctx context.Context, path string, argv []string, probeStart time.Time, stdin io.Reader, stdout, stderr io.Writer) *probe.CommandResult {
-	c := exec.CommandContext(ctx, path, argv[1:]...)
-	c.Args = argv
-	c.Env = append(os.Environ(), fmt.Sprintf("%s=%d", measureStartEnv, probeStart.UnixNano()))
-	c.Stdin, c.Stdout, c.Stderr = stdin, stdout, stderr
-	c.Cancel = func() error { return c.Process.Signal(os.Interrupt) }
-	c.WaitDelay = commandWaitDelay
-	start := time.Now()
-	err := c.Run()
-	res := &probe.CommandResult{Argv: argv, Elapsed: time.Since(start)}
-	if c.ProcessState != nil {
-		res.ExitCode = c.ProcessState.ExitCode()
-	} else {
-		res.ExitCode = -1
-	}
-	if err != nil {
-		res.Error = err.Error()
-		if res.ExitCode == 0 {
-			res.ExitCode = -1
-		}
-	}
-	return res
-}
-
-// measureStartEnv carries the prober's second 0 (Unix nanoseconds) to the
-// command measure runs.
-const measureStartEnv = "MYTHEX_MEASURE_START"
-
-// measureStart is the prober's second 0 from $MYTHEX_MEASURE_START, when
-// this process runs under `mythex measure`; ok false otherwise or when the
-// value is not a time within a day of now.
-func measureStart(now time.Time) (time.Time, bool) {
-	ns, err := strconv.ParseInt(os.Getenv(measureStartEnv), 10, 64)
-	if err != nil {
-		return time.Time{}, false
-	}
-	t := time.Unix(0, ns)
-	if d := now.Sub(t); d < -time.Minute || d > 24*time.Hour {
-		return time.Time{}, false
-	}
-	return t, true
-}
-
-// measureOutput is mythex measure --json's output: the report's fields, then
-// the verdict the exit code carries, so CI can read it from the JSON too.
-type measureOutput struct {
-	report  probe.Report
-	verdict verdictJSON
-}
-
-// verdictJSON is the verdict part of mythex measure --json.
-type verdictJSON struct {
-	// Verdict is pass (exit 0), fail (exit 1) or incomplete (exit 3).
-	Verdict string `json:"verdict"`
-	// Reason says why, as the text output's last line does.
-	Reason string `json:"verdict_reason"`
-	// MaxDropped is --max-dropped: requests allowed to reach nothing.
-	MaxDropped int64 `json:"max_dropped"`
-}
-
-// MarshalJSON is the report's JSON object with the verdict's fields appended.
-func (m measureOutput) MarshalJSON() ([]byte, error) {
-	rep, err := json.Marshal(m.report)
-	if err != nil {
-		return nil, err
-	}
-	extra, err := json.Marshal(m.verdict)
-	if err != nil {
-		return nil, err
-	}
-	rep = bytes.TrimRight(rep, " \n")
-	if len(rep) < 2 || rep[len(rep)-1] != '}' {
-		return nil, fmt.Errorf("report JSON is not an object: %.40q", rep)
-	}
-	out := append(rep[:len(rep)-1:len(rep)-1], ',')
-	return append(out, extra[1:]...), nil
-}
-
-// verdict is mythex measure's outcome: an exit code and why.
-type verdict struct {
-	code    int
-	message string
-}
-
-// name is the verdict as JSON gives it: pass, fail or incomplete.
-func (v verdict) name() string {
-	switch v.code {
-	case exitOK:
-		return "pass"
-	case exitFailed:
-		return "fail"
-	}
-	return "incomplete"
-}
-
-func (v verdict) line() string {
-	return strings.ToUpper(v.name()) + ": " + v.message
-}
-
-// measureVerdict decides the exit code from a report: failures (requests
-// that reached nothing beyond maxDropped, a failed command) → 1; else a
-// measurement that could not cover what it should (interrupted, probe
-// errors, unsent requests) → 3; else 0.
-func measureVerdict(r *probe.Report, maxDropped int64, interrupted bool) verdict {
-	var fails []string
-	if r.ReachedNothing > maxDropped {
-		fails = append(fails, fmt.Sprintf("%d of %d requests reached nothing (allowed %d)", r.ReachedNothing, r.Requests, maxDropped))
-	}
-	if c := r.Command; c != nil && (c.ExitCode != 0 || c.Error != "") {
-		why := c.Error
-		if why == "" {
-			why = fmt.Sprintf("exit status %d", c.ExitCode)
-		}
-		fails = append(fails, fmt.Sprintf("command %s failed: %s", c.Argv[0], why))
-	}
-	if len(fails) > 0 {
-		return verdict{exitFailed, strings.Join(fails, "; ")}
-	}
-	var gaps []string
-	if interrupted {
-		gaps = append(gaps, fmt.Sprintf("interrupted after %s", r.Elapsed.Round(time.Millisecond)))
-	}
-	if r.ProbeErrors > 0 {
-		gaps = append(gaps, fmt.Sprintf("%d probe errors (the prober could not run those requests)", r.ProbeErrors))
-	}
-	if r.Unsent > 0 {
-		gaps = append(gaps, fmt.Sprintf("%d requests not sent: %d were in flight (raise --max-in-flight or lower --rate)", r.Unsent, r.MaxInFlight))
-	}
-	if len(gaps) > 0 {
-		return verdict{exitUnknown, fmt.Sprintf("%d of %d requests reached nothing, but the measurement is incomplete: %s",
-			r.ReachedNothing, r.Requests, strings.Join(gaps, "; "))}
-	}
-	return verdict{exitOK, fmt.Sprintf("%d of %d requests reached nothing (allowed %d)", r.ReachedNothing, r.Requests, maxDropped)}
-}
-
-func pctOf(n, of int64) float64 {
-	if of == 0 {
-		return 0
-	}
-	return float64(n) * 100 / float64(of)
+	return withCode(exitUnknown, errors.New(v.Message))
 }
 
 // measureGCPercent is the GOGC mythex measure runs with unless $GOGC is set.
@@ -430,31 +250,4 @@ func tuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(measureGCPercent)
 	}
-}
-
-// serialized returns w itself when it is a file (the OS orders writes, and
-// a command run with it inherits it: a terminal stays a terminal), else w
-// behind a mutex: the timeline and a command's output write concurrently.
-func serialized(w io.Writer) io.Writer {
-	if _, ok := w.(*os.File); ok {
-		return w
-	}
-	return &lockedWriter{w: w}
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }

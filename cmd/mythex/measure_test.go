@@ -51,7 +51,7 @@ func TestMeasureHelperProcess(t *testing.T) {
 		}
 		os.Exit(code)
 	case "start":
-		t0, ok := measureStart(time.Now())
+		t0, ok := probe.StartFromEnv(time.Now())
 		fmt.Printf("start %v %d\n", ok, t0.UnixNano())
 		os.Exit(0)
 	}
@@ -306,40 +306,6 @@ func TestMeasureCmd_BadInput(t *testing.T) {
 	}
 }
 
-func TestMeasureVerdict(t *testing.T) {
-	failed := &probe.CommandResult{Argv: []string{"deploy"}, ExitCode: 3, Error: "exit status 3"}
-	okCmd := &probe.CommandResult{Argv: []string{"deploy"}}
-	cases := []struct {
-		name        string
-		r           probe.Report
-		maxDropped  int64
-		interrupted bool
-		code        int
-		msg         string
-	}{
-		{"clean", probe.Report{Requests: 100, OK: 100}, 0, false, exitOK, "0 of 100 requests reached nothing"},
-		{"one dropped, none allowed", probe.Report{Requests: 100, OK: 99, ReachedNothing: 1}, 0, false, exitFailed, "1 of 100 requests reached nothing (allowed 0)"},
-		{"dropped within allowance", probe.Report{Requests: 100, ReachedNothing: 5}, 5, false, exitOK, "5 of 100"},
-		{"app errors and drain signals do not fail", probe.Report{Requests: 100, AppErrors: 10, DrainSignals: 10}, 0, false, exitOK, "0 of 100"},
-		{"command failed", probe.Report{Requests: 100, Command: failed}, 0, false, exitFailed, "command deploy failed: exit status 3"},
-		{"command killed", probe.Report{Requests: 100, Command: &probe.CommandResult{Argv: []string{"deploy"}, ExitCode: -1, Error: "signal: killed"}}, 0, false, exitFailed, "signal: killed"},
-		{"both failures are named", probe.Report{Requests: 100, ReachedNothing: 2, Command: failed}, 0, false, exitFailed, "2 of 100 requests reached nothing (allowed 0); command deploy failed"},
-		{"command ok", probe.Report{Requests: 100, Command: okCmd}, 0, false, exitOK, "0 of 100"},
-		{"probe errors: incomplete", probe.Report{Requests: 100, ProbeErrors: 3}, 0, false, exitUnknown, "3 probe errors"},
-		{"unsent: incomplete", probe.Report{Requests: 100, Unsent: 4, MaxInFlight: 16}, 0, false, exitUnknown, "4 requests not sent: 16 were in flight"},
-		{"interrupted", probe.Report{Requests: 100, Elapsed: 1500 * time.Millisecond}, 0, true, exitUnknown, "interrupted after 1.5s"},
-		{"dropped beats incomplete", probe.Report{Requests: 100, ReachedNothing: 1, ProbeErrors: 3}, 0, true, exitFailed, "1 of 100"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			v := measureVerdict(&tc.r, tc.maxDropped, tc.interrupted)
-			if v.code != tc.code || !strings.Contains(v.message, tc.msg) {
-				t.Errorf("verdict = %d %q, want %d containing %q", v.code, v.message, tc.code, tc.msg)
-			}
-		})
-	}
-}
-
 // TestRunMeasure_InProcess runs the command in-process with buffers for its
 // streams (the race detector watches the timeline and the command's output
 // writing at once).
@@ -409,11 +375,11 @@ func TestMeasureCmd_CommandSharesSecondZero(t *testing.T) {
 	if t0 := time.Unix(0, ns); t0.Before(before) || t0.After(after) {
 		t.Errorf("second 0 %v is outside the run [%v, %v]", t0, before, after)
 	}
-	t.Setenv(measureStartEnv, strconv.FormatInt(ns, 10))
-	if got, ok := measureStart(after); !ok || got.UnixNano() != ns {
+	t.Setenv(probe.StartEnv, strconv.FormatInt(ns, 10))
+	if got, ok := probe.StartFromEnv(after); !ok || got.UnixNano() != ns {
 		t.Errorf("measureStart = %v, %v; want the value set", got, ok)
 	}
-	if _, ok := measureStart(after.Add(48 * time.Hour)); ok {
+	if _, ok := probe.StartFromEnv(after.Add(48 * time.Hour)); ok {
 		t.Error("a second 0 two days old was accepted")
 	}
 }

@@ -2,30 +2,22 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/mythex/mythex/internal/auth"
-	"github.com/mythex/mythex/internal/lbapi"
-	"github.com/mythex/mythex/internal/lbport"
-	"github.com/mythex/mythex/internal/lbport/embedded"
 	"github.com/mythex/mythex/internal/platform"
-	"github.com/mythex/mythex/internal/platform/docker"
 	"github.com/mythex/mythex/internal/platform/fly"
-	"github.com/mythex/mythex/internal/platform/local"
 	"github.com/mythex/mythex/internal/publish"
+	"github.com/mythex/mythex/internal/publish/target"
+	"github.com/mythex/mythex/internal/termui"
 )
 
 // publishTarget holds the flags that say where releases live and run: the
@@ -64,59 +56,29 @@ func defaultStateDir() string {
 	return ".mythex"
 }
 
-// openPlatform builds the platform the flags name. A missing local platform
-// daemon or credential is a usage error: nothing was changed.
-func (t *publishTarget) openPlatform() (platform.Platform, func(), error) {
-	switch t.platform {
-	case "local":
-		url, token, err := t.localEndpoint()
-		if err != nil {
-			return nil, nil, err
-		}
-		// The daemon runs on this host (loopback only): its images are
-		// executables here, checked before any machine changes.
-		c, err := fly.New(fly.Options{BaseURL: url, Token: token, PrivateAddresses: true, Name: "local", Retries: 1,
-			CheckImage: func(_ context.Context, image string) error { return local.CheckImage(image) }})
-		if err != nil {
-			return nil, nil, usagef("local platform: %v", err)
-		}
-		return c, func() {}, nil
-	case "fly":
-		c, err := fly.New(fly.Options{BaseURL: t.flyURL, Token: t.flyToken})
-		if err != nil {
-			return nil, nil, usagef("--platform fly: %v", err)
-		}
-		return c, func() {}, nil
-	case "docker":
-		p, err := docker.New(docker.Options{})
-		if err != nil {
-			return nil, nil, fmt.Errorf("--platform docker: %w", err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := p.Ping(ctx); err != nil {
-			p.Close()
-			return nil, nil, withCode(exitUnknown, fmt.Errorf("--platform docker: %w (is dockerd running? DOCKER_HOST?)", err))
-		}
-		return p, func() { p.Close() }, nil
-	}
-	return nil, nil, usagef("--platform %q: use local, fly or docker", t.platform)
+// options are the flags as target.Options.
+func (t *publishTarget) options() target.Options {
+	return target.Options{Platform: t.platform, StateDir: t.stateDir, LocalAPI: t.localAPI, FlyURL: t.flyURL, FlyToken: t.flyToken,
+		LBAdmin: t.lbAdmin, LBToken: func() (string, error) { return auth.LoadToken(t.lbTokenFile, lbTokenEnv) },
+		Strategy: publish.Strategy(t.strategy), App: t.app}
 }
 
-// localEndpoint finds the local platform daemon's URL and token.
-func (t *publishTarget) localEndpoint() (string, string, error) {
-	info, err := readLocalPlatformInfo(t.stateDir)
-	if t.localAPI != "" {
-		if err != nil {
-			return "", "", usagef("--local-api %s: no token: %v", t.localAPI, err)
-		}
-		return t.localAPI, info.token, nil
+// openPlatform opens the platform the flags name: a *target.UsageError is
+// exit 2, an engine that does not answer exit 3.
+func (t *publishTarget) openPlatform() (platform.Platform, func(), error) {
+	p, closeP, err := target.Platform(context.Background(), t.options())
+	return p, closeP, targetErr(err)
+}
+
+// targetErr maps target's errors to exit codes.
+func targetErr(err error) error {
+	if _, ok := errors.AsType[*target.UsageError](err); ok {
+		return usagef("%v", err)
 	}
-	if err != nil {
-		return "", "", usagef("the local platform is not running for state dir %s (%v): start it with `mythex publish local-platform --state-dir %s`, or pick --platform fly|docker",
-			t.stateDir, err, t.stateDir)
+	if errors.Is(err, platform.ErrUnavailable) {
+		return withCode(exitUnknown, err)
 	}
-	return info.URL, info.token, nil
+	return err
 }
 
 func (t *publishTarget) openStore() (*publish.Store, error) {
@@ -133,10 +95,10 @@ func (t *publishTarget) gate(opts publish.Options, observer func(publish.Event))
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	router, err := t.router()
+	router, err := target.Router(t.options())
 	if err != nil {
 		closeP()
-		return nil, nil, nil, err
+		return nil, nil, nil, targetErr(err)
 	}
 	store, err = t.openStore()
 	if err != nil {
@@ -154,26 +116,6 @@ func (t *publishTarget) gate(opts publish.Options, observer func(publish.Event))
 		return nil, nil, nil, err
 	}
 	return g, store, func() { store.Close(); closeP() }, nil
-}
-
-// router returns the load balancer the publish drives, or nil (in place).
-// On Fly with --strategy bluegreen and no --lb-admin it is Fly Proxy itself.
-func (t *publishTarget) router() (lbport.Driver, error) {
-	if t.lbAdmin == "" && t.platform == "fly" && t.strategy == string(publish.StrategyBlueGreen) {
-		c, err := fly.New(fly.Options{BaseURL: t.flyURL, Token: t.flyToken})
-		if err != nil {
-			return nil, usagef("--platform fly: %v", err)
-		}
-		return flyProxyRouter{c: c, app: t.app}, nil
-	}
-	if t.lbAdmin == "" {
-		return nil, nil
-	}
-	token, err := auth.LoadToken(t.lbTokenFile, lbTokenEnv)
-	if err != nil {
-		return nil, usagef("--lb-admin %s: %v", t.lbAdmin, err)
-	}
-	return embedded.New(lbapi.NewClient(t.lbAdmin, token, nil)), nil
 }
 
 // checkAppFlag returns a usage error (exit 2) unless app is a valid app name,
@@ -326,6 +268,7 @@ interrupted.`,
       --env MYTHEX_APP_VERSION=v2 --env MYTHEX_APP_CRASH_ON_START=500ms
 
   # on Fly, judged through the Machines API and the app's public health URL
+  # (needs a Machines API token: without one it stops at once, exit 2)
   FLY_API_TOKEN=... mythex publish --platform fly --app api \
       --image registry.fly.io/api:deployment-01H --port 8080
 
@@ -360,7 +303,7 @@ interrupted.`,
 			if target.platform == "fly" && healthURL == "" {
 				healthURL = "https://" + app + ".fly.dev" + healthPath
 			}
-			progress := progressWriter(cmd.ErrOrStderr(), quietProgress)
+			progress := termui.PublishProgress(cmd.ErrOrStderr(), quietProgress)
 			target.strategy, target.app = strategy, app
 			g, _, closeAll, err := target.gate(opts, progress)
 			if err != nil {
@@ -371,7 +314,7 @@ interrupted.`,
 			if strategy == "auto" {
 				strat = ""
 			}
-			abort, stopSignals := secondSignal(cmd.Context())
+			abort, stopSignals := publish.SecondSignal(cmd.Context())
 			defer stopSignals()
 			res, err := g.Publish(cmd.Context(), publish.Request{App: app, Config: cfg, Machines: machines,
 				Strategy: strat, Health: publish.Health{Path: healthPath, AppURL: healthURL},
@@ -381,11 +324,11 @@ interrupted.`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				if err := writeResultJSON(out, res); err != nil {
+				if err := termui.WritePublishJSON(out, res); err != nil {
 					return err
 				}
 			} else {
-				writeResultText(out, res)
+				termui.WritePublishText(out, res)
 			}
 			switch res.Verdict.Status {
 			case publish.StatusLive:
@@ -426,15 +369,9 @@ func releaseConfig(image string, env, args []string, policy string, maxRetries, 
 	} else if retriesSet {
 		return cfg, usagef("--max-retries applies only to --restart-policy on-failure (got %s)", policy)
 	}
-	for _, kv := range env {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return cfg, usagef("--env %q: give KEY=VALUE", kv)
-		}
-		if cfg.Env == nil {
-			cfg.Env = map[string]string{}
-		}
-		cfg.Env[k] = v
+	var err error
+	if cfg.Env, err = keyValues("--env", env); err != nil {
+		return cfg, err
 	}
 	if maxRetries < 0 {
 		return cfg, usagef("--max-retries %d: give 0 or more", maxRetries)
@@ -463,179 +400,4 @@ func publishErr(err error) error {
 		return withCode(exitUnknown, fmt.Errorf("unknown: the load balancer could not be driven (%w); the serving release was not touched", err))
 	}
 	return err
-}
-
-// secondSignal returns a channel closed on the second SIGINT/SIGTERM of a
-// publish: the first one ends ctx (the root command's signal context) and
-// the gate finishes safely; the second closes the channel and the gate stops
-// at once. stop unregisters.
-func secondSignal(ctx context.Context) (<-chan struct{}, func()) {
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-	abort := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		n := 0
-		if ctx.Err() != nil {
-			n = 1 // the first signal already ended ctx
-		}
-		for {
-			select {
-			case <-ch:
-				n++
-				if n >= 2 {
-					close(abort)
-					return
-				}
-			case <-done:
-				return
-			}
-		}
-	}()
-	return abort, func() { signal.Stop(ch); close(done) }
-}
-
-// progressWriter prints one line per look and per step to w when w is a
-// terminal (and not quiet).
-func progressWriter(w io.Writer, quiet bool) func(publish.Event) {
-	f, ok := w.(*os.File)
-	if quiet || !ok || !isatty.IsTerminal(f.Fd()) {
-		return nil
-	}
-	return func(e publish.Event) { fmt.Fprintln(w, progressLine(e)) }
-}
-
-// progressLine renders one progress event.
-func progressLine(e publish.Event) string {
-	el := fmt.Sprintf("+%5.1fs", e.Elapsed.Seconds())
-	if e.Kind == publish.EventStep {
-		return fmt.Sprintf("%s  %s", el, e.Message)
-	}
-	var parts []string
-	for i, ms := range e.Verdict.Machines {
-		s := fmt.Sprintf("%s %s", ms.ID, orDash(string(ms.State)))
-		if i < len(e.Look.Machines) && e.Look.Machines[i].Err != "" {
-			s = fmt.Sprintf("%s (platform: %s)", ms.ID, e.Look.Machines[i].Err)
-		}
-		if ms.CrashesSeen > 0 {
-			s += fmt.Sprintf(", crashed %d× since publish (latest: %s at %s)", ms.CrashesSeen, ms.LatestExit(), ms.LatestCrash.UTC().Format("15:04:05.000"))
-		}
-		if ms.RestartCount > 0 {
-			s += fmt.Sprintf(", restarts %d", ms.RestartCount)
-		}
-		if i < len(e.Look.Machines) {
-			p := e.Look.Machines[i].Probe
-			if !p.Ran {
-				p = e.Look.App
-			}
-			if p.Ran {
-				s += ", health " + p.String()
-			}
-		}
-		parts = append(parts, s)
-	}
-	return fmt.Sprintf("%s  look %d  %-7s %s", el, e.Look.N, e.Verdict.Status, strings.Join(parts, "; "))
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// resultJSON is the --json shape of a publish.
-type resultJSON struct {
-	App           string           `json:"app"`
-	Release       string           `json:"release"`
-	Image         string           `json:"image"`
-	Status        publish.Status   `json:"status"`
-	ReleaseStatus string           `json:"release_status"`
-	Reasons       []string         `json:"reasons"`
-	Warnings      []string         `json:"warnings"`
-	Machines      []machineJSON    `json:"machines"`
-	Looks         int              `json:"looks"`
-	Elapsed       float64          `json:"elapsed_seconds"`
-	LastGood      string           `json:"last_good,omitempty"`
-	Rollback      *rollbackJSON    `json:"rollback,omitempty"`
-	Platform      string           `json:"platform"`
-	Strategy      publish.Strategy `json:"strategy"`
-}
-
-type machineJSON struct {
-	publish.MachineSummary
-	UpForSeconds float64 `json:"up_for_seconds"`
-}
-
-type rollbackJSON struct {
-	From        string   `json:"from"`
-	To          string   `json:"to,omitempty"`
-	TookSeconds float64  `json:"took_seconds"`
-	Machines    []string `json:"machines,omitempty"`
-	Error       string   `json:"error,omitempty"`
-}
-
-func toResultJSON(res publish.Result) resultJSON {
-	r := res.Release
-	out := resultJSON{App: r.App, Release: r.ID, Image: r.Config.Image, Status: res.Verdict.Status, ReleaseStatus: string(r.Status),
-		Reasons: nonNil(res.Verdict.Reasons), Warnings: nonNil(res.Verdict.Warnings), Looks: res.Verdict.Looks,
-		Elapsed: res.Elapsed.Seconds(), LastGood: r.LastGood, Platform: r.Platform, Strategy: r.Strategy, Machines: []machineJSON{}}
-	for _, m := range res.Verdict.Machines {
-		out.Machines = append(out.Machines, machineJSON{MachineSummary: m, UpForSeconds: m.UpFor.Seconds()})
-	}
-	if rb := res.Rollback; rb != nil {
-		out.Rollback = &rollbackJSON{From: rb.From, To: rb.To, TookSeconds: rb.Took.Seconds(), Machines: rb.Machines, Error: rb.Error}
-	}
-	return out
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-func writeResultJSON(w io.Writer, res publish.Result) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(toResultJSON(res))
-}
-
-// writeResultText prints the verdict for people.
-func writeResultText(w io.Writer, res publish.Result) {
-	r, v := res.Release, res.Verdict
-	switch v.Status {
-	case publish.StatusLive:
-		fmt.Fprintf(w, "%s of %s is LIVE (image %s, %d looks, %s)\n", r.ID, r.App, r.Config.Image, v.Looks, res.Elapsed.Round(100*time.Millisecond))
-	case publish.StatusFailed:
-		fmt.Fprintf(w, "%s of %s FAILED (image %s, %d looks, %s)\n", r.ID, r.App, r.Config.Image, v.Looks, res.Elapsed.Round(100*time.Millisecond))
-	default:
-		fmt.Fprintf(w, "%s of %s: verdict UNKNOWN — nothing was rolled back (image %s, %d looks)\n", r.ID, r.App, r.Config.Image, v.Looks)
-	}
-	for _, reason := range v.Reasons {
-		fmt.Fprintf(w, "  %s\n", reason)
-	}
-	for _, warn := range v.Warnings {
-		fmt.Fprintf(w, "  warning: %s\n", warn)
-	}
-	if rb := res.Rollback; rb != nil {
-		switch {
-		case rb.Error != "":
-			fmt.Fprintf(w, "  rollback to %s did not complete after %s: %s\n", rb.To, rb.Took.Round(time.Millisecond), rb.Error)
-		case rb.To != "":
-			fmt.Fprintf(w, "  rolled back to the last good release %s in %s; it serves (machines %s)\n", rb.To, rb.Took.Round(time.Millisecond), strings.Join(rb.Machines, ", "))
-		}
-	}
-	if v.Status == publish.StatusFailed && res.Rollback == nil && r.Status == publish.ReleaseFailed {
-		fmt.Fprintf(w, "  not rolled back: %s\n", lastClause(r.Reason))
-	}
-	if v.Status == publish.StatusUnknown {
-		fmt.Fprintf(w, "  %s stays pending; `mythex publish reconcile` finishes it once the platform answers\n", r.ID)
-	}
-}
-
-func lastClause(s string) string {
-	parts := strings.Split(s, "; ")
-	return parts[len(parts)-1]
 }

@@ -14,39 +14,41 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/platform/fly"
+	"github.com/mythex/mythex/internal/platform/local"
+	"github.com/mythex/mythex/internal/termui"
 )
 
 // releaseHistory reads `publish history --json` for app api.
-func releaseHistory(t *testing.T, dir string) []historyJSON {
+func releaseHistory(t *testing.T, dir string) []termui.ReleaseJSON {
 	t.Helper()
 	code, out, errOut := runCLI(t, "publish", "history", "--app", "api", "--state-dir", dir, "--json")
 	if code != 0 {
 		t.Fatalf("history: exit %d\n%s", code, errOut)
 	}
-	var hs []historyJSON
+	var hs []termui.ReleaseJSON
 	if err := json.Unmarshal([]byte(out), &hs); err != nil {
 		t.Fatalf("history --json %q: %v", out, err)
 	}
 	return hs
 }
 
-func findRelease(hs []historyJSON, id string) (historyJSON, bool) {
+func findRelease(hs []termui.ReleaseJSON, id string) (termui.ReleaseJSON, bool) {
 	for _, h := range hs {
 		if h.Release == id {
 			return h, true
 		}
 	}
-	return historyJSON{}, false
+	return termui.ReleaseJSON{}, false
 }
 
 // localClient is a Machines API client of the test's local platform.
 func localClient(t *testing.T, dir string) *fly.Client {
 	t.Helper()
-	info, err := readLocalPlatformInfo(dir)
+	info, err := local.ReadEndpoint(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := fly.New(fly.Options{BaseURL: info.URL, Token: info.token, PrivateAddresses: true, Name: "local"})
+	c, err := fly.New(fly.Options{BaseURL: info.URL, Token: info.Token, PrivateAddresses: true, Name: "local"})
 	if err != nil {
 		t.Fatal(err)
 	}

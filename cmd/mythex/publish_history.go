@@ -1,21 +1,17 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mythex/mythex/internal/publish"
+	"github.com/mythex/mythex/internal/termui"
 )
 
 func newPublishHistoryCmd() *cobra.Command {
@@ -49,7 +45,7 @@ can be restored from its record.`,
 			}
 			if errors.Is(err, fs.ErrNotExist) {
 				if asJSON {
-					return writeHistoryJSON(cmd.OutOrStdout(), nil, nil)
+					return termui.WriteReleasesJSON(cmd.OutOrStdout(), nil, nil)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "no releases (no release store at %s yet; mythex publish creates it)\n", db)
 				return nil
@@ -77,13 +73,13 @@ can be restored from its record.`,
 				}
 			}
 			if asJSON {
-				return writeHistoryJSON(cmd.OutOrStdout(), rels, current)
+				return termui.WriteReleasesJSON(cmd.OutOrStdout(), rels, current)
 			}
 			if len(rels) == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "no releases")
 				return nil
 			}
-			writeHistoryText(cmd.OutOrStdout(), rels, current)
+			termui.WriteReleasesText(cmd.OutOrStdout(), rels, current)
 			return nil
 		},
 	}
@@ -91,65 +87,4 @@ can be restored from its record.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the releases as JSON")
 	target.addFlags(cmd.Flags(), false)
 	return cmd
-}
-
-type historyJSON struct {
-	App          string   `json:"app"`
-	Release      string   `json:"release"`
-	Current      bool     `json:"current"`
-	Status       string   `json:"status"`
-	Image        string   `json:"image"`
-	Platform     string   `json:"platform"`
-	Strategy     string   `json:"strategy"`
-	CreatedAt    string   `json:"created_at"`
-	LiveAt       string   `json:"live_at,omitempty"`
-	LastGood     string   `json:"last_good,omitempty"`
-	RolledBackTo string   `json:"rolled_back_to,omitempty"`
-	Reason       string   `json:"reason,omitempty"`
-	Machines     []string `json:"machines"`
-}
-
-func writeHistoryJSON(w io.Writer, rels []publish.Release, current map[string]string) error {
-	out := []historyJSON{}
-	for _, r := range rels {
-		h := historyJSON{App: r.App, Release: r.ID, Current: current[r.App] == r.ID, Status: string(r.Status), Image: r.Config.Image,
-			Platform: r.Platform, Strategy: string(r.Strategy), CreatedAt: r.CreatedAt.UTC().Format(time.RFC3339), LastGood: r.LastGood,
-			RolledBackTo: r.RolledBackTo, Reason: r.Reason, Machines: nonNil(r.Machines)}
-		if !r.LiveAt.IsZero() {
-			h.LiveAt = r.LiveAt.UTC().Format(time.RFC3339)
-		}
-		out = append(out, h)
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
-}
-
-func writeHistoryText(w io.Writer, rels []publish.Release, current map[string]string) {
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "APP\tRELEASE\tSTATUS\tPUBLISHED\tIMAGE\tLAST GOOD\tREASON")
-	for _, r := range rels {
-		mark := " "
-		if current[r.App] == r.ID {
-			mark = "*"
-		}
-		status := string(r.Status)
-		if r.RolledBackTo != "" {
-			status += " → " + r.RolledBackTo
-		}
-		reason := r.Reason
-		if len(reason) > 120 {
-			reason = reason[:117] + "..."
-		}
-		fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\t%s\t%s\n", r.App, mark, r.ID, status, r.CreatedAt.Local().Format("2006-01-02 15:04:05"),
-			r.Config.Image, dash(r.LastGood), strings.ReplaceAll(reason, "\n", " "))
-	}
-	tw.Flush()
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -1,60 +1,20 @@
 package main
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/mythex/mythex/internal/atomicfile"
 	"github.com/mythex/mythex/internal/auth"
 	"github.com/mythex/mythex/internal/platform/fly"
 	"github.com/mythex/mythex/internal/platform/local"
 )
-
-// localPlatformInfo is what the local platform daemon writes into the state
-// dir so that `mythex publish` finds it.
-type localPlatformInfo struct {
-	URL       string `json:"url"`
-	TokenFile string `json:"token_file"`
-	PID       int    `json:"pid"`
-	token     string
-}
-
-const (
-	localInfoFile  = "local-platform.json"
-	localTokenFile = "local-platform.token"
-	localMachines  = "local-platform"
-)
-
-// readLocalPlatformInfo reads the daemon's address and token from stateDir.
-func readLocalPlatformInfo(stateDir string) (localPlatformInfo, error) {
-	var info localPlatformInfo
-	b, err := os.ReadFile(filepath.Join(stateDir, localInfoFile))
-	if err != nil {
-		return info, err
-	}
-	if err := json.Unmarshal(b, &info); err != nil {
-		return info, fmt.Errorf("%s: %w", localInfoFile, err)
-	}
-	tok, err := auth.LoadToken(info.TokenFile, "")
-	if err != nil {
-		return info, err
-	}
-	info.token = tok
-	return info, nil
-}
 
 func newPublishLocalPlatformCmd() *cobra.Command {
 	var (
@@ -95,7 +55,7 @@ that were running.`,
 			if err := os.MkdirAll(stateDir, 0o700); err != nil {
 				return err
 			}
-			sup, err := local.New(local.Options{StateDir: filepath.Join(stateDir, localMachines), MaxEvents: maxEvents,
+			sup, err := local.New(local.Options{StateDir: filepath.Join(stateDir, local.MachinesDir), MaxEvents: maxEvents,
 				StopTimeout: stopTimeout, RestartDelay: restartDelay, Logger: log})
 			if err != nil {
 				if errors.Is(err, local.ErrLocked) {
@@ -104,39 +64,13 @@ that were running.`,
 				return err
 			}
 			defer sup.Close()
-			token, err := newToken()
+			err = local.Serve(cmd.Context(), stateDir, listen, func(token string) http.Handler { return fly.NewHandler(sup, token) }, func(e local.Endpoint) {
+				log.Info("local platform serving", "api", e.URL, "state_dir", stateDir, "max_events", maxEvents)
+				fmt.Fprintf(cmd.OutOrStdout(), "local platform API on %s (state dir %s)\n", e.URL, stateDir)
+			})
 			if err != nil {
 				return err
 			}
-			tokenPath, _ := filepath.Abs(filepath.Join(stateDir, localTokenFile))
-			if err := atomicfile.Write(tokenPath, []byte(token+"\n"), 0o600); err != nil {
-				return err
-			}
-			l, err := net.Listen("tcp", listen)
-			if err != nil {
-				return fmt.Errorf("listen %s: %w", listen, err)
-			}
-			srv := &http.Server{Handler: fly.NewHandler(sup, token), ReadHeaderTimeout: 10 * time.Second}
-			info := localPlatformInfo{URL: "http://" + l.Addr().String(), TokenFile: tokenPath, PID: os.Getpid()}
-			b, _ := json.MarshalIndent(info, "", "  ")
-			infoPath := filepath.Join(stateDir, localInfoFile)
-			if err := atomicfile.Write(infoPath, b, 0o600); err != nil {
-				l.Close()
-				return err
-			}
-			defer os.Remove(infoPath)
-			log.Info("local platform serving", "api", info.URL, "state_dir", stateDir, "max_events", maxEvents)
-			fmt.Fprintf(cmd.OutOrStdout(), "local platform API on %s (state dir %s)\n", info.URL, stateDir)
-			errc := make(chan error, 1)
-			go func() { errc <- srv.Serve(l) }()
-			select {
-			case <-cmd.Context().Done():
-			case err := <-errc:
-				return err
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(ctx)
 			log.Info("local platform stopping its machines")
 			return nil
 		},
@@ -148,12 +82,4 @@ that were running.`,
 	fs.DurationVar(&stopTimeout, "stop-timeout", 30*time.Second, "grace after SIGTERM before SIGKILL when a machine is stopped (the sample app drains for 15s, then shuts down within 10s)")
 	fs.DurationVar(&restartDelay, "restart-delay", 200*time.Millisecond, "pause before the platform restarts a machine that exited")
 	return cmd
-}
-
-func newToken() (string, error) {
-	b := make([]byte, 24)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(hex.EncodeToString(b)), nil
 }

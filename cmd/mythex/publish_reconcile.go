@@ -1,15 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mythex/mythex/internal/publish"
+	"github.com/mythex/mythex/internal/termui"
 )
 
 func newPublishReconcileCmd() *cobra.Command {
@@ -35,7 +33,9 @@ Without --every, one round runs. Exit status: 0 when every release checked
 still holds, 1 when one failed (and was rolled back), 3 when one could not be
 checked. With --every, rounds run until interrupted.`,
 		Example: `  mythex publish reconcile
-  mythex publish reconcile --every 30s --platform fly`,
+
+  # on Fly (needs a Machines API token: without one it stops at once, exit 2)
+  FLY_API_TOKEN=... mythex publish reconcile --every 30s --platform fly`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if every < 0 {
@@ -45,7 +45,7 @@ checked. With --every, rounds run until interrupted.`,
 			if err != nil {
 				return err
 			}
-			g, _, closeAll, err := target.gate(opts, progressWriter(cmd.ErrOrStderr(), false))
+			g, _, closeAll, err := target.gate(opts, termui.PublishProgress(cmd.ErrOrStderr(), false))
 			if err != nil {
 				return err
 			}
@@ -57,9 +57,9 @@ checked. With --every, rounds run until interrupted.`,
 					fmt.Fprintln(cmd.ErrOrStderr(), "mythex: reconcile:", err)
 				}
 				if asJSON {
-					_ = writeChecksJSON(out, checks)
+					_ = termui.WriteReconcileJSON(out, checks)
 				} else {
-					writeChecksText(out, checks)
+					termui.WriteReconcileText(out, checks)
 				}
 			}
 			if every > 0 {
@@ -95,39 +95,4 @@ checked. With --every, rounds run until interrupted.`,
 	target.addFlags(fs, true)
 	tf.addFlags(fs)
 	return cmd
-}
-
-func writeChecksText(w io.Writer, checks []publish.Check) {
-	if len(checks) == 0 {
-		fmt.Fprintln(w, "no releases to check")
-	}
-	for _, c := range checks {
-		line := fmt.Sprintf("%s %s: %s", c.App, dash(c.Release), c.Action)
-		if c.Verdict != nil {
-			line += fmt.Sprintf(" (verdict %s)", c.Verdict.Status)
-		}
-		if c.Rollback != nil && c.Rollback.To != "" {
-			line += fmt.Sprintf(", restored %s in %s", c.Rollback.To, c.Rollback.Took.Round(time.Millisecond))
-		}
-		fmt.Fprintln(w, line)
-		if c.Verdict != nil {
-			for _, r := range c.Verdict.Reasons {
-				fmt.Fprintf(w, "  %s\n", r)
-			}
-			for _, r := range c.Verdict.Warnings {
-				fmt.Fprintf(w, "  warning: %s\n", r)
-			}
-		}
-		if c.Note != "" {
-			fmt.Fprintf(w, "  %s\n", strings.TrimSpace(c.Note))
-		}
-	}
-}
-
-func writeChecksJSON(w io.Writer, checks []publish.Check) error {
-	if checks == nil {
-		checks = []publish.Check{}
-	}
-	enc := json.NewEncoder(w)
-	return enc.Encode(checks)
 }

@@ -1,18 +1,13 @@
 package main
 
 import (
-	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mythex/mythex/internal/platform"
 )
-
-// suspender is a platform that can put machines to sleep.
-type suspender interface {
-	Suspend(ctx context.Context, app, id string) error
-}
 
 func newPublishSleepCmd() *cobra.Command {
 	var (
@@ -39,28 +34,11 @@ app, let it sleep, then republish a version that crashes at startup.`,
 				return err
 			}
 			defer closeP()
-			s, ok := p.(suspender)
-			if !ok && !wake {
+			n, err := platform.Sleep(cmd.Context(), p, app, wake)
+			if errors.Is(err, platform.ErrCannotSleep) {
 				return usagef("--platform %s cannot put machines to sleep", target.platform)
-			}
-			ms, err := p.List(cmd.Context(), app)
-			if err != nil {
+			} else if err != nil {
 				return publishErr(err)
-			}
-			n := 0
-			for _, m := range ms {
-				switch {
-				case wake && m.State == platform.StateSuspended:
-					err = p.Start(cmd.Context(), app, m.ID)
-				case !wake && m.State == platform.StateStarted:
-					err = s.Suspend(cmd.Context(), app, m.ID)
-				default:
-					continue
-				}
-				if err != nil {
-					return publishErr(fmt.Errorf("machine %s: %w", m.ID, err))
-				}
-				n++
 			}
 			verb := "put to sleep"
 			if wake {

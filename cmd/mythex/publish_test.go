@@ -17,8 +17,10 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/platform/local"
 	"github.com/mythex/mythex/internal/probe"
 	"github.com/mythex/mythex/internal/publish"
+	"github.com/mythex/mythex/internal/termui"
 	"github.com/mythex/mythex/internal/testbin"
 	"github.com/mythex/mythex/internal/wire"
 )
@@ -61,7 +63,7 @@ func localPlatform(t *testing.T) (bin, stateDir string) {
 	})
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		if _, err := os.Stat(filepath.Join(stateDir, localInfoFile)); err == nil {
+		if _, err := os.Stat(filepath.Join(stateDir, local.InfoFile)); err == nil {
 			return bin, stateDir
 		}
 		if time.Now().After(deadline) {
@@ -82,9 +84,9 @@ func publishArgs(bin, stateDir, version string, extra ...string) []string {
 	return append(a, extra...)
 }
 
-func decodeResult(t *testing.T, out string) resultJSON {
+func decodeResult(t *testing.T, out string) termui.PublishJSON {
 	t.Helper()
-	var r resultJSON
+	var r termui.PublishJSON
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("publish --json output %q: %v", out, err)
 	}
@@ -211,15 +213,15 @@ func TestPublishCmd_ControlPlaneDownIsUnknown(t *testing.T) {
 func TestProgressLine(t *testing.T) {
 	at := time.Date(2025, 9, 25, 12, 0, 0, 0, time.UTC)
 	e := publish.Event{Kind: publish.EventLook, Elapsed: 11 * time.Second,
-		Look: &publish.Look{N: 3, Machines: []publish.MachineLook{{ID: "m1", Probe: publish.Probe{Ran: true, Error: "connection refused"}}}},
+		Look: &publish.Look{N: 3, Machines: []publish.MachineLook{{ID: "m1", Health: publish.HealthResult{Ran: true, Error: "connection refused"}}}},
 		Verdict: &publish.Verdict{Status: publish.StatusFailed, Machines: []publish.MachineSummary{{ID: "m1", State: "started", CrashesSeen: 4,
 			LatestExitCode: 1, LatestCrash: at.Add(10200 * time.Millisecond), RestartCount: 4}}}}
 	want := "+ 11.0s  look 3  failed  m1 started, crashed 4× since publish (latest: exit code 1 at 12:00:10.200), restarts 4, health connection refused"
-	if got := progressLine(e); got != want {
-		t.Errorf("progressLine =\n%q\nwant\n%q", got, want)
+	if got := termui.PublishProgressLine(e); got != want {
+		t.Errorf("termui.PublishProgressLine =\n%q\nwant\n%q", got, want)
 	}
 	step := publish.Event{Kind: publish.EventStep, Elapsed: 1500 * time.Millisecond, Message: "updated machine m1 to v2"}
-	if got := progressLine(step); got != "+  1.5s  updated machine m1 to v2" {
+	if got := termui.PublishProgressLine(step); got != "+  1.5s  updated machine m1 to v2" {
 		t.Errorf("step line = %q", got)
 	}
 }

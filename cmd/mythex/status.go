@@ -13,10 +13,8 @@ import (
 	"github.com/mythex/mythex/internal/auth"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/fleetstatus"
-	"github.com/mythex/mythex/internal/lbapi"
 	"github.com/mythex/mythex/internal/lbport"
-	"github.com/mythex/mythex/internal/lbport/embedded"
-	"github.com/mythex/mythex/internal/lbport/fleetlb"
+	"github.com/mythex/mythex/internal/lbport/haproxy/deploylb"
 	"github.com/mythex/mythex/internal/termui"
 )
 
@@ -101,26 +99,21 @@ func runStatus(ctx context.Context, cfg *fleet.Loaded, f statusFlags, out, errOu
 }
 
 // statusLB is the driver status reads the load balancer through; nil for a
-// kind it cannot read (then no LB column).
+// kind it cannot read (then no LB column). ALB credentials are the AWS SDK's
+// default chain; one DescribeTargetHealth call.
 func statusLB(cfg *fleet.Loaded, f statusFlags) (lbport.Driver, error) {
 	switch cfg.LoadBalancer.Kind {
 	case fleet.KindHAProxy:
-		if cfg.LoadBalancer.RuntimeAPI != "" {
-			return haproxyStatusDriver(cfg)
+		if cfg.LoadBalancer.RuntimeAPI == "" {
+			return nil, nil
 		}
-	case fleet.KindEmbedded:
-		tok, err := auth.LoadToken(firstNonEmpty(f.lbTokenFile, cfg.LoadBalancer.AdminTokenFile), lbTokenEnv)
+		d, err := deploylb.NewDriver(cfg)
 		if err != nil {
-			return nil, usagef("load balancer token: %v", err)
-		}
-		return embedded.New(lbapi.NewClient(adminURL(cfg.LoadBalancer.AdminListen), tok, nil)), nil
-	case fleet.KindALB:
-		// The AWS SDK's default credentials; one DescribeTargetHealth call.
-		d, err := fleetlb.Open(context.Background(), cfg.LoadBalancer, fleetlb.Options{})
-		if err != nil {
-			return nil, lbExit(err)
+			return nil, err
 		}
 		return d, nil
+	case fleet.KindEmbedded, fleet.KindALB:
+		return openLB(context.Background(), cfg, f.lbTokenFile)
 	}
 	return nil, nil
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mythex/mythex/internal/buildinfo"
 )
 
 func TestVersionCmd(t *testing.T) {
@@ -13,7 +15,7 @@ func TestVersionCmd(t *testing.T) {
 		t.Fatalf("version = %d %q %q; want 0 and 'mythex <version> … go1.x'", code, out, errOut)
 	}
 	code, out, errOut = runCLI(t, "version", "--json")
-	var vi versionInfo
+	var vi buildinfo.Info
 	if code != 0 || json.Unmarshal([]byte(out), &vi) != nil || vi.Version == "" || !strings.HasPrefix(vi.Go, "go1.") {
 		t.Fatalf("version --json = %d %q %q; want one JSON object with version and go", code, out, errOut)
 	}

@@ -34,14 +34,18 @@ import (
 // still returned to its last good definition).
 type Recovery struct {
 	// LB is the load balancer the target is registered with again; nil
-	// means none. The agent uses only Register, to recover from a dead
-	// deploy.
+	// means none. A recovery registers the target again; with Capacity it
+	// also asks about the fleet's targets (Describe) and drains its own
+	// (Deregister) before it stops what serves.
 	LB lbport.Driver
 	// TargetID is the host's target id in the load balancer (its name for
 	// the embedded LB, hosts[].target_id for an ALB).
 	TargetID string
 	// TargetAddress is the host:port the load balancer routes to.
 	TargetAddress string
+	// Capacity keeps the fleet's deploy.min_in_service while a recovery
+	// takes a serving host out of rotation (zero: not checked).
+	Capacity Capacity
 }
 
 // Config configures an Agent.
@@ -106,6 +110,15 @@ type Agent struct {
 
 	// opMu serialises the operations that change what runs.
 	opMu sync.Mutex
+	// steps makes a deploy step and the host's other owners take turns: a
+	// step holds it shared from its lease check to the end of its work, so
+	// its lease cannot end and be recovered in between; a recovery and the
+	// watchdog's round hold it exclusively (see owner.go).
+	steps sync.RWMutex
+	// hooks are test seams; nil in production.
+	hooks hooks
+	// gate lets a host lease request go before the watchdog's next round.
+	gate roundGate
 
 	// draining holds the stops a Drain started, by service name, until Stop
 	// collects them.
@@ -177,7 +190,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.Watchdog != nil {
 		w, err := watchdog.New(watchdog.Config{
-			Definitions: healable{a}, Runtime: cfg.Runtime, Lock: a.lock, StateDir: cfg.StateDir,
+			Definitions: healable{a}, Runtime: cfg.Runtime, Lock: watchdogOwner{a}, StateDir: cfg.StateDir,
 			Policy: *cfg.Watchdog, Clock: cfg.Clock, Logger: a.log, Registry: cfg.Registry,
 		})
 		if err != nil {

@@ -78,6 +78,7 @@ func (a *Agent) Handler(token string) http.Handler {
 	mux.HandleFunc("PUT "+agentapi.PathMaintenance, a.handleMaintenanceOn)
 	mux.HandleFunc("DELETE "+agentapi.PathMaintenance, a.handleMaintenanceOff)
 	a.historyRoutes(mux)
+	a.definitionRoutes(mux)
 	mux.Handle("GET "+agentapi.PathMetrics, promhttp.HandlerFor(a.cfg.Registry, promhttp.HandlerOpts{}))
 	return auth.Bearer(token, mux)
 }
@@ -85,14 +86,18 @@ func (a *Agent) Handler(token string) http.Handler {
 // leased wraps an operation that needs the live host lease.
 func (a *Agent) leased(op string, fn func(*http.Request) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := a.hostLease.check(r.Header.Get(agentapi.HeaderLease)); err != nil {
+		// The lease is checked and the work done under one hold of the
+		// host (stepBegin): a lease that runs out meanwhile is recovered
+		// only after the step has ended, never under it.
+		end, err := a.stepBegin(r.Header.Get(agentapi.HeaderLease), op)
+		if err != nil {
 			a.metrics.op(op, err)
 			writeErr(w, err)
 			return
 		}
-		// The step is on disk before it starts: an agent killed halfway
-		// knows, after its restart, what the deploy was doing.
-		a.hostLease.setStep(op, stepRunning)
+		if h := a.hooks.afterLeaseCheck; h != nil {
+			h(op)
+		}
 		out, err := fn(r)
 		a.metrics.op(op, err)
 		state := stepDone
@@ -101,6 +106,7 @@ func (a *Agent) leased(op string, fn func(*http.Request) (any, error)) http.Hand
 			a.log.Warn("operation failed", "op", op, "err", err)
 		}
 		a.hostLease.setStep(op, state)
+		end()
 		respond(w, out, err)
 	}
 }
@@ -121,7 +127,12 @@ func (a *Agent) handleAcquire(k *leaseKeeper) http.HandlerFunc {
 			writeErr(w, fmt.Errorf("%w: holder is required: say who takes the lease", ErrInvalid))
 			return
 		}
-		l, err := k.acquire(req.Holder, ttl)
+		var l Lease
+		if k == a.hostLease {
+			l, err = a.acquireHostLease(r.Context(), req.Holder, ttl)
+		} else {
+			l, err = k.acquire(req.Holder, ttl)
+		}
 		respond(w, wireLease(l), err)
 	}
 }

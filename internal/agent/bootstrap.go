@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
-	"github.com/gofrs/flock"
-
 	"github.com/mythex/mythex/internal/agentapi"
-	"github.com/mythex/mythex/internal/atomicfile"
 	"github.com/mythex/mythex/internal/definition"
+	"github.com/mythex/mythex/internal/flocks"
 )
 
 // BootstrapHolder is the name the bootstrap holds the host lock under.
@@ -87,22 +84,12 @@ func ClaimStateDir(stateDir, role string) (release func() error, err error) {
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
 	}
-	path := filepath.Join(stateDir, stateDirLockFile)
-	fl := flock.New(path)
-	ok, err := fl.TryLock()
-	if err != nil {
-		return nil, fmt.Errorf("state dir lock %s: %w", path, err)
+	l := flocks.New(filepath.Join(stateDir, stateDirLockFile), "state dir lock")
+	var held *flocks.HeldError
+	if err := l.TryLock(fmt.Sprintf("%s (pid %d)", role, os.Getpid())); errors.As(err, &held) {
+		return nil, fmt.Errorf("%w: %s is run by %s", ErrStateDirInUse, stateDir, held.Holder)
+	} else if err != nil {
+		return nil, err
 	}
-	if !ok {
-		holder := "another process"
-		if b, err := os.ReadFile(path + ".holder"); err == nil {
-			holder = strings.TrimSpace(string(b))
-		}
-		return nil, fmt.Errorf("%w: %s is run by %s", ErrStateDirInUse, stateDir, holder)
-	}
-	_ = atomicfile.Write(path+".holder", fmt.Appendf(nil, "%s (pid %d)\n", role, os.Getpid()), 0o644)
-	return func() error {
-		_ = os.Remove(path + ".holder")
-		return fl.Unlock()
-	}, nil
+	return l.Unlock, nil
 }

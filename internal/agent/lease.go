@@ -204,6 +204,11 @@ func (k *leaseKeeper) release(id string) error {
 func (k *leaseKeeper) setStep(step, state string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.setStepLocked(step, state)
+}
+
+// setStepLocked is setStep with k.mu held.
+func (k *leaseKeeper) setStepLocked(step, state string) {
 	if k.cur == nil {
 		return
 	}
@@ -212,6 +217,19 @@ func (k *leaseKeeper) setStep(step, state string) {
 	if err := k.store.write(*k.cur, now, max(k.cur.Expires.Sub(now), 0)); err != nil {
 		k.log.Warn("lease step not persisted", "step", step, "err", err)
 	}
+}
+
+// beginStep checks that id is the live lease and records step as running
+// on it, in one hold of k.mu: a lease that ends after the check is recorded
+// as ending in this step (its recovery then knows what was in progress).
+func (k *leaseKeeper) beginStep(id, step string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err := k.checkLocked(id); err != nil {
+		return err
+	}
+	k.setStepLocked(step, stepRunning)
+	return nil
 }
 
 // check reports whether id is the live lease: nil, or ErrNoLease wrapped.

@@ -83,15 +83,37 @@ func (a *Agent) recover(l Lease, restore *restoreTarget, reason string, step str
 	a.metrics.recoveries.Inc()
 	rec := &agentapi.Recovery{State: agentapi.RecoveryRunning, Holder: l.Holder, Reason: reason, Step: step, Started: a.clock.Now()}
 	a.setRecovery(rec)
+	// A step of the dead deploy may still be running (its lease ended
+	// under it): the recovery acts only after it, on what it left.
+	defer a.ownHostForRecovery(step)()
 	ctx, cancel := context.WithTimeout(a.ctx, recoveryTimeout)
 	defer cancel()
-	a.opMu.Lock()
-	version, registerable, err := a.restore(ctx, restore, step)
-	a.opMu.Unlock()
+	var (
+		version      string
+		registerable bool
+		out          bool
+		err          error
+	)
+	if signalledSteps[step] {
+		// The restore stops what runs: a host that serves leaves rotation
+		// first, and only with enough of the fleet in service.
+		out, err = a.leaveRotation(ctx)
+	}
+	if err == nil {
+		a.opMu.Lock()
+		version, registerable, err = a.restore(ctx, restore, step)
+		a.opMu.Unlock()
+	}
 	rec.Version = version
-	if err == nil && registerable {
-		err = a.registerAgain(ctx)
-		rec.Registered = err == nil
+	if (err == nil && registerable) || out {
+		// A host this recovery took out goes back in whatever happened:
+		// the load balancer's health check decides whether it serves.
+		rerr := a.registerAgain(ctx)
+		rec.Registered = rerr == nil
+		if err == nil && rerr == nil {
+			rerr = a.waitInService(ctx)
+		}
+		err = errors.Join(err, rerr)
 	}
 	done := a.clock.Now()
 	rec.Finished = &done

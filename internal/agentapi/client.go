@@ -28,6 +28,9 @@ var (
 	ErrBadRequest = errors.New("agent rejected the request")
 	// ErrUnreachable: the agent could not be reached at all.
 	ErrUnreachable = errors.New("agent unreachable")
+	// ErrNotFound: 404, the host keeps nothing under the name asked for
+	// (a definition ref never set).
+	ErrNotFound = errors.New("not found on the agent")
 )
 
 // Client calls one host agent. It is safe for concurrent use.
@@ -114,6 +117,8 @@ func statusErr(code int) error {
 		return ErrNoLease
 	case http.StatusBadRequest, http.StatusUnprocessableEntity:
 		return ErrBadRequest
+	case http.StatusNotFound:
+		return ErrNotFound
 	}
 	return fmt.Errorf("agent answered %d %s", code, http.StatusText(code))
 }
@@ -253,6 +258,15 @@ func (c *Client) EndMaintenance(ctx context.Context, by string) (MaintenanceRepo
 	}
 	err := c.do(ctx, http.MethodDelete, path, "", nil, &r)
 	return r, err
+}
+
+// Definition returns the host's stored definition under ref (current,
+// previous or last_good), exactly as it was published. ErrNotFound when the
+// host keeps none under ref.
+func (c *Client) Definition(ctx context.Context, ref string) ([]byte, error) {
+	var raw json.RawMessage
+	err := c.do(ctx, http.MethodGet, PathDefinition+"?ref="+url.QueryEscape(ref), "", nil, &raw)
+	return raw, err
 }
 
 // AppendHistory records one deploy as the agent's host saw it.

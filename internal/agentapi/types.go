@@ -21,7 +21,7 @@ const (
 	PathStatus     = "/v1/status"
 	PathLease      = "/v1/lease"       // POST acquire; PUT renew; DELETE release (id in HeaderLease)
 	PathFleetLease = "/v1/fleet-lease" // same verbs, for the fleet-wide deploy lease
-	PathDefinition = "/v1/definition"  // PUT publish (body: the definition's canonical JSON)
+	PathDefinition = "/v1/definition"  // PUT publish (body: the definition's canonical JSON); GET ?ref=current|previous|last_good reads one back
 	PathDrain      = "/v1/drain"       // POST: SIGTERM the named services now, return at once
 	PathStop       = "/v1/stop"        // POST: stop every running service within its grace period
 	PathStart      = "/v1/start"       // POST: start the current definition, wait until running and healthy

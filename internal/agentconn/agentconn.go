@@ -20,12 +20,16 @@ import (
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/auth"
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/history"
 	"github.com/mythex/mythex/internal/transport"
 )
 
 // ErrPlaintext is matched by Connect's error for an agent beyond loopback
 // with neither SSH nor TLS configured, without --insecure-plaintext.
 var ErrPlaintext = errors.New("the agent token would cross the network in plain HTTP")
+
+// ErrClosed is matched by Connect's error after Close.
+var ErrClosed = errors.New("agent connection pool closed")
 
 // Options say how far Connect may go.
 type Options struct {
@@ -41,11 +45,13 @@ type Options struct {
 }
 
 // Pool holds the connections made for one command (one SSH connection per
-// host, reused by every call to it); Close ends them.
+// host, reused by every call and every Connect to it; a broken one is made
+// again on the next call); Close ends them.
 type Pool struct {
 	o       Options
 	mu      sync.Mutex
-	tunnels []*transport.SSHTunnel
+	tunnels map[string]*transport.SSHTunnel
+	closed  bool
 }
 
 // NewPool returns an empty pool.
@@ -63,17 +69,10 @@ func NewPool(o Options) *Pool {
 func (p *Pool) Connect(ctx context.Context, cfg *fleet.Loaded, h fleet.Host, token string) (*agentapi.Client, error) {
 	switch {
 	case h.SSH != "":
-		t, err := transport.ParseSSHTarget(h.SSH)
+		tun, err := p.tunnel(ctx, h)
 		if err != nil {
 			return nil, err
 		}
-		tun, err := transport.DialSSH(ctx, t, p.o.SSH)
-		if err != nil {
-			return nil, fmt.Errorf("host %s: %w", h.Name, err)
-		}
-		p.mu.Lock()
-		p.tunnels = append(p.tunnels, tun)
-		p.mu.Unlock()
 		hc := &http.Client{Timeout: p.o.Timeout, Transport: &http.Transport{DialContext: tun.DialContext, MaxIdleConnsPerHost: 4}}
 		return agentapi.NewClient("http://"+h.Agent, token, hc), nil
 	case cfg.AgentTLS != nil:
@@ -102,7 +101,46 @@ func (p *Pool) Connect(ctx context.Context, cfg *fleet.Loaded, h fleet.Host, tok
 	}
 }
 
-// Close ends every SSH connection the pool made.
+// tunnel returns the pool's SSH connection to h, making it on first use.
+func (p *Pool) tunnel(ctx context.Context, h fleet.Host) (*transport.SSHTunnel, error) {
+	t, err := transport.ParseSSHTarget(h.SSH)
+	if err != nil {
+		return nil, fmt.Errorf("host %s: hosts[].ssh: %w", h.Name, err)
+	}
+	key := t.User + "@" + t.Addr
+	p.mu.Lock()
+	tun, ok := p.tunnels[key]
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("host %s: %w", h.Name, ErrClosed)
+	}
+	if ok {
+		return tun, nil
+	}
+	tun, err = transport.DialSSH(ctx, t, p.o.SSH)
+	if err != nil {
+		return nil, fmt.Errorf("host %s: %w", h.Name, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if other, ok := p.tunnels[key]; ok || p.closed {
+		// Another Connect to the same host won the race, or Close ran.
+		tun.Close()
+		if p.closed {
+			return nil, fmt.Errorf("host %s: %w", h.Name, ErrClosed)
+		}
+		return other, nil
+	}
+	if p.tunnels == nil {
+		p.tunnels = map[string]*transport.SSHTunnel{}
+	}
+	p.tunnels[key] = tun
+	return tun, nil
+}
+
+// Close ends every SSH connection the pool made; later Connects fail with
+// ErrClosed.
 func (p *Pool) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -110,6 +148,33 @@ func (p *Pool) Close() error {
 	for _, t := range p.tunnels {
 		errs = append(errs, t.Close())
 	}
-	p.tunnels = nil
+	p.tunnels, p.closed = nil, true
 	return errors.Join(errs...)
+}
+
+// Histories reads the deploy history of every host of cfg from its agent
+// (at most limit records each; 0: all), in parallel, bounded by ctx. It
+// returns the records read and, for each host that could not be read, its
+// name and why: one silent host does not hide the others.
+func (p *Pool) Histories(ctx context.Context, cfg *fleet.Loaded, token string, limit int) (recs []history.Record, unread []string) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, h := range cfg.Hosts {
+		wg.Go(func() {
+			c, err := p.Connect(ctx, cfg, h, token)
+			var rs []history.Record
+			if err == nil {
+				rs, err = c.History(ctx, limit)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				unread = append(unread, fmt.Sprintf("%s (%v)", h.Name, err))
+				return
+			}
+			recs = append(recs, rs...)
+		})
+	}
+	wg.Wait()
+	return recs, unread
 }

@@ -3,7 +3,7 @@
 // runtime-neutral model with a canonical encoding and a content hash, and the
 // store that keeps a host's current, previous and last known good definitions.
 //
-// The write-up behind mythex (DESIGN §1a, problem 1) lost a gateway because a
+// The write-up behind mythex (docs/watchdog.md) lost a gateway because a
 // watchdog rewrote a server's compose file mid-deploy and copies of the file
 // had drifted. Here there is exactly one source, the compose file referenced by
 // mythex.yml (deploy.compose); a deploy resolves it (Resolve, ForHost) and

@@ -17,10 +17,7 @@ func ForHost(ctx context.Context, fl *fleet.Loaded, host, version string) (*Defi
 	if fl.Deploy.Compose == "" {
 		return nil, &FieldError{File: fl.Path, Field: "deploy.compose", Msg: "is not set; set it to the compose file that defines the services, relative to mythex.yml (e.g. compose.yaml)"}
 	}
-	for _, h := range fl.Hosts {
-		if h.Name != host {
-			continue
-		}
+	if h, ok := fl.Host(host); ok {
 		return Resolve(ctx, Input{
 			ComposeFile: filepath.Join(fl.Dir(), fl.Deploy.Compose),
 			Version:     version,
@@ -30,11 +27,7 @@ func ForHost(ctx context.Context, fl *fleet.Loaded, host, version string) (*Defi
 			Fleet:       FleetVars(&fl.Config),
 		})
 	}
-	names := make([]string, 0, len(fl.Hosts))
-	for _, h := range fl.Hosts {
-		names = append(names, h.Name)
-	}
-	return nil, &FieldError{File: fl.Path, Field: "hosts", Msg: fmt.Sprintf("no host named %q; hosts are %v", host, names)}
+	return nil, &FieldError{File: fl.Path, Field: "hosts", Msg: fmt.Sprintf("no host named %q; hosts are %v", host, fl.HostNames())}
 }
 
 // Interpolation variables mythex derives from mythex.yml (FleetVars).

@@ -70,7 +70,7 @@ func TestForHost_LocalExample(t *testing.T) {
 			if s.Image != "mythex/app:v2" {
 				t.Errorf("%s: image = %q", where, s.Image)
 			}
-			// The drain (D+S) must fit the stop grace period (DESIGN §3, grace).
+			// The drain (D+S) must fit the stop grace period (the grace relation of docs/check.md).
 			if d, st := s.Environment["MYTHEX_APP_DRAIN_SERVE_PERIOD"], s.Environment["MYTHEX_APP_SHUTDOWN_TIMEOUT"]; d != "15s" || st != "10s" || s.StopGracePeriod.Seconds() < 25 {
 				t.Errorf("%s: drain %s + shutdown %s vs grace %v", where, d, st, s.StopGracePeriod)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/deployrec"
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/fleetstatus"
 	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/probe"
 	"github.com/mythex/mythex/internal/termui"
@@ -150,7 +151,10 @@ type Summary struct {
 	*FaultReport
 	// AgentRSSMB is each agent's resident memory at the end, in MB.
 	AgentRSSMB map[string]float64 `json:"agent_rss_mb,omitempty"`
-	Dir        string             `json:"dir,omitempty"`
+	// Status is what `mythex status` said of the fleet at the end; nil when
+	// the demo stopped before.
+	Status *fleetstatus.Verdict `json:"status,omitempty"`
+	Dir    string               `json:"dir,omitempty"`
 }
 
 // OK reports whether every deploy succeeded and no request reached nothing
@@ -313,6 +317,8 @@ func Run(ctx context.Context, o Options) (sum Summary, err error) {
 	for h, b := range f.AgentRSS() {
 		sum.AgentRSSMB[h] = float64(b) / (1 << 20)
 	}
+	st := f.Status(ctx)
+	sum.Status = &st
 	return sum, nil
 }
 

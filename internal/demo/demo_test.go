@@ -197,6 +197,10 @@ func TestDemo_DeployUnderLoadDropsNothing(t *testing.T) {
 			t.Errorf("%s agent RSS %.1f MB is not plausible", h, mb)
 		}
 	}
+	// The demo ends with mythex status of its fleet: every host on v2.
+	if st := sum.Status; st == nil || !st.OK || len(st.Hosts) != 3 || strings.Join(st.Versions, ",") != "v2" {
+		t.Errorf("closing status = %+v; want 3 hosts, healthy, all on v2", st)
+	}
 }
 
 func TestDemo_BeforeProfileDropsRequests(t *testing.T) {

@@ -34,8 +34,9 @@ func TestDemo_Faults(t *testing.T) {
 		{"degraded-fleet", "v1", nil, 0},
 		// The deployer dies mid-deploy: the agents' lease-expiry recovery
 		// returns every host to v1 and into rotation.
-		// Three hosts: the two the dead deploy touched recover at once, on
-		// their own (the agents ask the LB for no capacity); web-3 serves
+		// Three hosts: the two the dead deploy touched recover on their
+		// own, and a recovery takes a serving host out only with
+		// deploy.min_in_service of the others in service: web-3 serves
 		// meanwhile.
 		{"deployer-kill", "v1", []string{"web-1", "web-2"}, 3},
 		// The LB restarts while web-2 drains: the deploy completes.

@@ -31,6 +31,7 @@ import (
 
 	dockerexample "github.com/mythex/mythex/examples/docker"
 	"github.com/mythex/mythex/internal/agentapi"
+	"github.com/mythex/mythex/internal/agentconn"
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/lb"
@@ -452,7 +453,10 @@ func (f *Fleet) Deploy(ctx context.Context, version string, vars map[string]stri
 			return deploy.Result{}, err
 		}
 	}
-	o, err := f.deployOptions(ctx, &loaded, version)
+	// The same way to the agents as mythex deploy (here: loopback).
+	pool := agentconn.NewPool(agentconn.Options{})
+	defer pool.Close()
+	o, err := f.deployOptions(ctx, &loaded, version, pool)
 	if err != nil {
 		return deploy.Result{}, err
 	}

@@ -60,11 +60,12 @@ func (f *Fleet) startHAProxy(ctx context.Context) error {
 	return nil
 }
 
-// deployOptions builds a deploy of the fleet for its load balancer.
-func (f *Fleet) deployOptions(ctx context.Context, loaded *fleet.Loaded, version string) (deploy.Options, error) {
+// deployOptions builds a deploy of the fleet for its load balancer, its
+// agents reached through agents.
+func (f *Fleet) deployOptions(ctx context.Context, loaded *fleet.Loaded, version string, agents deploy.Connector) (deploy.Options, error) {
 	if loaded.LoadBalancer.Kind == fleet.KindHAProxy {
-		o, _, err := deploylb.ForFleet(ctx, loaded, version, f.AgentToken)
+		o, _, err := deploylb.ForFleet(ctx, loaded, version, f.AgentToken, agents)
 		return o, err
 	}
-	return deploy.ForFleet(ctx, loaded, version, f.AgentToken, f.LBToken)
+	return deploy.ForFleet(ctx, loaded, version, f.AgentToken, f.LBToken, agents)
 }

@@ -85,11 +85,25 @@ func (f *Fleet) finalState(ctx context.Context) (string, string) {
 // first host is then on the new version, not yet recorded as good, and the
 // second is drained with its old services stopping.
 func killedDeploy(ctx context.Context, f *Fleet, exe, version string, obs deploy.Observer) (deploy.Result, error) {
-	res := deploy.Result{Version: version}
 	victim := f.Loaded.Hosts[min(1, len(f.Loaded.Hosts)-1)].Name
+	_, res, err := f.DeployKilledAt(ctx, exe, version, func(e deploy.Event) bool {
+		return e.Host == victim && e.Phase == deploy.PhaseStop && e.Kind == deploy.EventBegin
+	}, obs)
+	return res, err
+}
+
+// DeployKilledAt runs `mythex deploy --json` of version as its own process
+// — the deployer a user runs — and SIGKILLs it at the first event of its
+// progress output that at accepts: nothing of it runs after that line. It
+// returns that event, and an error saying so (nil only if the deploy
+// finished without reaching it, which is an error too). obs sees every
+// event. The deployer's stderr and output go to deploy-VERSION.log in the
+// fleet's directory.
+func (f *Fleet) DeployKilledAt(ctx context.Context, exe, version string, at func(deploy.Event) bool, obs deploy.Observer) (*deploy.Event, deploy.Result, error) {
+	res := deploy.Result{Version: version}
 	logf, err := os.Create(filepath.Join(f.dir, "deploy-"+version+".log"))
 	if err != nil {
-		return res, err
+		return nil, res, err
 	}
 	defer logf.Close()
 	cmd := exec.Command(exe, "deploy", "-f", f.Loaded.Path, "--version", version, "--json", "--holder", "mythex demo "+version+" (to be killed)")
@@ -98,12 +112,12 @@ func killedDeploy(ctx context.Context, f *Fleet, exe, version string, obs deploy
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return res, err
+		return nil, res, err
 	}
 	if err := cmd.Start(); err != nil {
-		return res, fmt.Errorf("start the deployer: %w", err)
+		return nil, res, fmt.Errorf("start the deployer: %w", err)
 	}
-	killed := ""
+	var killedAt *deploy.Event
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
 	for sc.Scan() {
@@ -120,11 +134,12 @@ func killedDeploy(ctx context.Context, f *Fleet, exe, version string, obs deploy
 		if obs != nil {
 			obs.Event(e)
 		}
-		if killed == "" && e.Host == victim && e.Phase == deploy.PhaseStop && e.Kind == deploy.EventBegin {
+		if killedAt == nil && at(e) {
 			_ = cmd.Process.Kill()
-			killed = fmt.Sprintf("deployer SIGKILLed as %s began to stop", victim)
+			killedAt = &e
 			if obs != nil {
-				obs.Event(deploy.Event{At: time.Now(), Host: victim, Phase: deploy.PhaseStop, Kind: deploy.EventNote, Detail: killed})
+				obs.Event(deploy.Event{At: time.Now(), Host: e.Host, Phase: e.Phase, Kind: deploy.EventNote,
+					Detail: fmt.Sprintf("deployer SIGKILLed as %s began %s", orFleet(e.Host), e.Phase)})
 			}
 		}
 		if ctx.Err() != nil {
@@ -134,11 +149,18 @@ func killedDeploy(ctx context.Context, f *Fleet, exe, version string, obs deploy
 	werr := cmd.Wait()
 	switch {
 	case ctx.Err() != nil:
-		return res, ctx.Err()
-	case killed != "":
-		return res, errors.New(killed)
+		return killedAt, res, ctx.Err()
+	case killedAt != nil:
+		return killedAt, res, fmt.Errorf("deployer SIGKILLed as %s began %s", orFleet(killedAt.Host), killedAt.Phase)
 	case werr != nil:
-		return res, fmt.Errorf("the deployer failed before the kill point: %v (see %s)", werr, logf.Name())
+		return nil, res, fmt.Errorf("the deployer failed before the kill point: %v (see %s)", werr, logf.Name())
 	}
-	return res, errors.New("the deploy finished before the kill point was reached")
+	return nil, res, errors.New("the deploy finished before the kill point was reached")
+}
+
+func orFleet(host string) string {
+	if host == "" {
+		return "the fleet"
+	}
+	return host
 }

@@ -1,7 +1,7 @@
 // Package deploy rolls a new version across a fleet, one host (or batch) at a
 // time, with a drain handshake: a host's services are stopped only after the
 // load balancer reports its target out of rotation with no request in flight —
-// provably stopped, not probably (DESIGN §3). Every listed service is verified
+// provably stopped, not probably (the overlap relation of docs/check.md). Every listed service is verified
 // on every host, via its agent and through the load balancer, before the deploy
 // may succeed; a host that fails any step is rolled back to its previous
 // definition, which is restored, never deleted.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/definition"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/lbport"
@@ -14,13 +13,17 @@ import (
 
 // ForFleet builds the Options of a deploy of version to every host of cfg:
 // the one definition (deploy.compose) resolved for each host, an agent client
-// per host (hosts[].agent), the load balancer's driver (kind embedded: its
+// per host reached through agents (hosts[].ssh, agent_tls or hosts[].agent
+// on loopback; every host is connected before ForFleet returns, in
+// parallel, so a refused host key stops the deploy before anything
+// changes), the load balancer's driver (kind embedded: its
 // admin API with lbToken; kind alb: the ELBv2 API with the AWS SDK's default
 // credentials, polled every 2 s; drain_mode health refused) and its listener
 // as the front. The caller sets Holder, Observer and
 // TargetServices. Errors: a *fleet.FieldError or *definition.FieldError
-// (matching fleet.ErrInvalid) for a config the deploy cannot use.
-func ForFleet(ctx context.Context, cfg *fleet.Loaded, version, agentToken, lbToken string) (Options, error) {
+// (matching fleet.ErrInvalid) for a config the deploy cannot use;
+// ErrPreflight for a host that cannot be connected to.
+func ForFleet(ctx context.Context, cfg *fleet.Loaded, version, agentToken, lbToken string, agents Connector) (Options, error) {
 	if cfg.LoadBalancer.Kind != fleet.KindEmbedded && cfg.LoadBalancer.Kind != fleet.KindALB {
 		return Options{}, &fleet.FieldError{File: cfg.Path, Field: "load_balancer.kind",
 			Msg: fmt.Sprintf("%q: deploy drives the embedded load balancer (mythex lb) and ALB target groups (alb); its API is what proves a target out of rotation", cfg.LoadBalancer.Kind)}
@@ -69,7 +72,14 @@ func ForFleet(ctx context.Context, cfg *fleet.Loaded, version, agentToken, lbTok
 		if err != nil {
 			return Options{}, err
 		}
-		o.Hosts = append(o.Hosts, Host{Name: h.Name, Target: h.Target, Ref: fleetlb.Ref(cfg.LoadBalancer, h), Agent: agentapi.NewClient(h.Agent, agentToken, nil), Definition: b, Local: isLocal(h.Agent)})
+		o.Hosts = append(o.Hosts, Host{Name: h.Name, Target: h.Target, Ref: fleetlb.Ref(cfg.LoadBalancer, h), Definition: b, Local: isLocal(h.Agent) && h.SSH == ""})
+	}
+	clients, err := ConnectAll(ctx, cfg, agentToken, agents)
+	if err != nil {
+		return Options{}, err
+	}
+	for i, c := range clients {
+		o.Hosts[i].Agent = c
 	}
 	return o, nil
 }

@@ -32,6 +32,16 @@ type Loaded struct {
 // resolved against it.
 func (l *Loaded) Dir() string { return filepath.Dir(l.Path) }
 
+// AdminTokenPath is load_balancer.admin_token_file resolved against Dir (an
+// absolute path stays as it is); "" when it is not set.
+func (l *Loaded) AdminTokenPath() string {
+	p := l.LoadBalancer.AdminTokenFile
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(l.Dir(), p)
+}
+
 // Load reads and validates mythex.yml at path. Decoding is strict: an unknown
 // key, a missing required field, a malformed or negative duration, a wrong type
 // or an out-of-range value each give a *FieldError naming file, line and field;

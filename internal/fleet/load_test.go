@@ -85,6 +85,7 @@ func TestParse_Errors(t *testing.T) {
 		{"min_in_service neither count nor percent", minimal + "deploy:\n  min_in_service: half\n", 10, "deploy.min_in_service", "percentage"},
 		{"min_in_service over 100%", minimal + "deploy:\n  min_in_service: 150%\n", 10, "deploy.min_in_service", "1% to 100%"},
 		{"two hosts, one agent", minimal + "hosts:\n  - {name: a, target: 127.0.0.1:1, agent: 127.0.0.1:9}\n  - {name: b, target: 127.0.0.1:2, agent: 127.0.0.1:9}\n", 11, "hosts[1].agent", "also used by hosts[0].agent"},
+		{"two hosts, one agent through one ssh", minimal + "hosts:\n  - {name: a, target: 10.0.0.5:1, agent: 127.0.0.1:9, ssh: deploy@10.0.0.5}\n  - {name: b, target: 10.0.0.5:2, agent: 127.0.0.1:9, ssh: ops@10.0.0.5}\n", 11, "hosts[1].agent", "also used by hosts[0].agent"},
 		{"target on the LB's port", minimal + "hosts:\n  - {name: a, target: 127.0.0.1:8080}\n", 10, "hosts[0].target", "also used by load_balancer.listen"},
 		{"empty target service", minimal + "deploy:\n  target_services: [\"\"]\n", 10, "deploy.target_services[0]", "empty name"},
 		{"propagation max below margin", strings.Replace(minimal, "load_balancer:\n", "load_balancer:\n  propagation_margin: 15s\n  propagation_max: 10s\n", 1), 3, "load_balancer.propagation_max", "at least propagation_margin (15s)"},
@@ -109,6 +110,15 @@ func TestParse_Errors(t *testing.T) {
 				t.Errorf("error %q does not name the file", err)
 			}
 		})
+	}
+}
+
+// TestParse_AgentPerMachine: through SSH, every host's agent may listen on
+// the same loopback address of its own machine (the README's SSH fleet).
+func TestParse_AgentPerMachine(t *testing.T) {
+	y := minimal + "hosts:\n  - {name: a, target: 10.0.0.5:8080, agent: 127.0.0.1:9200, ssh: deploy@10.0.0.5}\n  - {name: b, target: 10.0.0.6:8080, agent: 127.0.0.1:9200, ssh: deploy@10.0.0.6}\n"
+	if _, err := Parse("m.yml", []byte(y)); err != nil {
+		t.Fatalf("two SSH hosts with their agents on their own loopback: %v", err)
 	}
 }
 

@@ -126,7 +126,14 @@ func (c *Config) validate(p *problems) {
 			claim(f+".target", h.Target)
 		}
 		targets[h.Target] = i
-		claim(f+".agent", h.Agent)
+		if h.SSH != "" && h.Agent != "" {
+			// Reached through SSH, the agent's address is as its own
+			// machine sees it (127.0.0.1:9200 on every host): it is unique
+			// per SSH destination.
+			claim(f+".agent", h.Agent+" through ssh "+sshHost(h.SSH))
+		} else {
+			claim(f+".agent", h.Agent)
+		}
 		if h.Name == "" {
 			p.add(f+".name", "must not be empty")
 		}
@@ -176,4 +183,12 @@ func hostPort(p *problems, field, addr string) {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		p.add(field, "must be host:port like 127.0.0.1:8080, got %q", addr)
 	}
+}
+
+// sshHost is the host[:port] of hosts[].ssh, without the user.
+func sshHost(s string) string {
+	if i := strings.LastIndex(s, "@"); i >= 0 {
+		return s[i+1:]
+	}
+	return s
 }

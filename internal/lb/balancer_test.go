@@ -120,7 +120,7 @@ func BenchmarkBalancer_Pick(b *testing.B) {
 // BenchmarkTargetGroup_Acquire measures routing one request: pick, count in
 // flight, release.
 func BenchmarkTargetGroup_Acquire(b *testing.B) {
-	g := NewTargetGroup(testSettings(), GroupDeps{Logger: discardLogger(), Prober: newFakeProber()})
+	g := NewTargetGroup(testSettings(), GroupDeps{Logger: discardLogger(), HealthChecker: newFakeChecker()})
 	defer g.Close()
 	for _, a := range []string{addrA, addrB, addrC} {
 		if _, err := g.Register(a, a); err != nil {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -34,7 +35,8 @@ const (
 type ELBv2Options struct {
 	// Key is the key pair requests must be signed with. Required.
 	Key KeyPair
-	// Region is the region requests must be signed for. Default us-east-1.
+	// Region is the region requests must be signed for. Default the region
+	// of TargetGroupARN, else us-east-1.
 	Region string
 	// TargetGroupARN is the ARN of the one target group. Default
 	// DefaultTargetGroupARN with Region in it.
@@ -45,8 +47,12 @@ type ELBv2Options struct {
 	Throttle float64
 }
 
-// withDefaults fills the defaults of o.
+// withDefaults is o with its defaults filled: Region from TargetGroupARN
+// (else us-east-1), TargetGroupARN from Region.
 func (o ELBv2Options) withDefaults() ELBv2Options {
+	if o.Region == "" {
+		o.Region = arnRegion(o.TargetGroupARN)
+	}
 	if o.Region == "" {
 		o.Region = DefaultELBv2Region
 	}
@@ -54,6 +60,53 @@ func (o ELBv2Options) withDefaults() ELBv2Options {
 		o.TargetGroupARN = strings.Replace(DefaultTargetGroupARN, ":"+DefaultELBv2Region+":", ":"+o.Region+":", 1)
 	}
 	return o
+}
+
+// arnRegion is the region field of an ARN (arn:aws:SERVICE:REGION:…); "" when
+// it has none.
+func arnRegion(arn string) string {
+	f := strings.Split(arn, ":")
+	if len(f) < 6 {
+		return ""
+	}
+	return f[3]
+}
+
+// Environment variables of the ELBv2 endpoint's key pair.
+const (
+	ELBv2KeyIDEnv  = "MYTHEX_LB_AWS_ACCESS_KEY_ID"
+	ELBv2SecretEnv = "MYTHEX_LB_AWS_SECRET_ACCESS_KEY"
+)
+
+// ErrKeyFile is matched (errors.Is) by LoadELBv2Key's errors about the key
+// file; the others are about the environment.
+var ErrKeyFile = errors.New("ELBv2 key file")
+
+// LoadELBv2Key reads the ELBv2 endpoint's key pair from keyFile (one line
+// "ACCESS_KEY_ID SECRET_ACCESS_KEY") when given, else from ELBv2KeyIDEnv and
+// ELBv2SecretEnv; ok is false when neither gives one (no endpoint). Errors:
+// an unreadable or malformed file (ErrKeyFile), only one of the two
+// variables set.
+func LoadELBv2Key(keyFile string) (key KeyPair, ok bool, err error) {
+	if keyFile == "" {
+		key = KeyPair{AccessKeyID: os.Getenv(ELBv2KeyIDEnv), SecretAccessKey: os.Getenv(ELBv2SecretEnv)}
+		switch {
+		case key.AccessKeyID == "" && key.SecretAccessKey == "":
+			return key, false, nil
+		case key.AccessKeyID == "" || key.SecretAccessKey == "":
+			return key, false, fmt.Errorf("set both $%s and $%s for the ELBv2 endpoint, or neither", ELBv2KeyIDEnv, ELBv2SecretEnv)
+		}
+		return key, true, nil
+	}
+	b, err := os.ReadFile(keyFile)
+	if err != nil {
+		return key, false, fmt.Errorf("%w: %w", ErrKeyFile, err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return key, false, fmt.Errorf("%w %s: want one line \"ACCESS_KEY_ID SECRET_ACCESS_KEY\"", ErrKeyFile, keyFile)
+	}
+	return KeyPair{AccessKeyID: f[0], SecretAccessKey: f[1]}, true, nil
 }
 
 // Validate checks o: a key pair and an ELBv2 target group ARN.

@@ -70,7 +70,7 @@ func TestELBv2_RegisterDescribeDeregisterThroughTheSDK(t *testing.T) {
 	h := newELBv2Harness(t, ELBv2Options{})
 	c := h.client(testKey, DefaultELBv2Region)
 	ctx := context.Background()
-	h.prober.set("127.0.0.1:9101", modePass)
+	h.hc.set("127.0.0.1:9101", modePass)
 
 	if _, err := c.RegisterTargets(ctx, &elb.RegisterTargetsInput{TargetGroupArn: &h.arn,
 		Targets: []types.TargetDescription{target("127.0.0.1", 9101)}}); err != nil {

@@ -48,8 +48,8 @@ type GroupDeps struct {
 	Clock clockwork.Clock
 	// Logger receives background failures. Default: slog.Default().
 	Logger *slog.Logger
-	// Prober runs health checks. Default: NewHTTPProber().
-	Prober Prober
+	// HealthChecker runs health checks. Default: NewHTTPHealthChecker().
+	HealthChecker HealthChecker
 	// OnChange is called for every state or reason change, outside the group's
 	// lock, from the goroutine that caused it, in the order the changes
 	// happened. It must not call Register or Deregister. Optional.
@@ -95,8 +95,8 @@ func NewTargetGroup(s Settings, deps GroupDeps) *TargetGroup {
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
-	if deps.Prober == nil {
-		deps.Prober = NewHTTPProber()
+	if deps.HealthChecker == nil {
+		deps.HealthChecker = NewHTTPHealthChecker()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &TargetGroup{s: s, deps: deps, bal: newBalancer(s.Algorithm), ctx: ctx, cancel: cancel,
@@ -343,7 +343,7 @@ func (g *TargetGroup) startChecksLocked(t *Target) {
 	t.stopChecks = cancel
 	gen := t.gen
 	c := &checker{
-		clock: g.deps.Clock, log: g.deps.Logger, prober: g.deps.Prober,
+		clock: g.deps.Clock, log: g.deps.Logger, hc: g.deps.HealthChecker,
 		address: t.address, path: g.s.HealthCheckPath,
 		interval: g.s.HealthCheckInterval, timeout: g.s.HealthCheckTimeout,
 		report: func(r CheckResult) { g.report(t, gen, r) },

@@ -46,7 +46,7 @@ func TestTargetGroup_DetectionTimeIsIntervalTimesUnhealthyThreshold(t *testing.T
 	h.nextChange("a")
 	h.nextChange("a") // healthy at +0
 
-	h.prober.set(addrA, modeRefuse) // a stops listening right after its passed check
+	h.hc.set(addrA, modeRefuse) // a stops listening right after its passed check
 	h.tick(s.HealthCheckInterval, "a", "b")
 	if st := h.status("a"); st.State != StateHealthy || !st.InRotation {
 		t.Fatalf("after one failure: %s in_rotation=%v, want still healthy and in rotation", st.State, st.InRotation)
@@ -73,7 +73,7 @@ func TestTargetGroup_DetectionTimeOfHangingChecksAddsTheTimeout(t *testing.T) {
 	h.nextChange("a")
 	h.nextChange("a")
 
-	h.prober.set(addrA, modeHang) // a accepts but never answers
+	h.hc.set(addrA, modeHang) // a accepts but never answers
 	for i := range s.Thresholds.Unhealthy {
 		h.clock.Advance(s.HealthCheckInterval - s.HealthCheckTimeout*time.Duration(min(i, 1)))
 		h.started(addrA)
@@ -102,7 +102,7 @@ func TestTargetGroup_RecoveryNeedsHealthyThreshold(t *testing.T) {
 	}
 	unhealthyAt := h.clock.Now()
 
-	h.prober.set(addrA, modePass)
+	h.hc.set(addrA, modePass)
 	for i := 1; i < s.Thresholds.Healthy; i++ {
 		h.tick(s.HealthCheckInterval, "a")
 		if st := h.status("a"); st.State != StateUnhealthy {
@@ -123,8 +123,8 @@ func TestTargetGroup_FailsOpenWhenNoTargetIsHealthy(t *testing.T) {
 	h := newHarness(t, s)
 	h.register("a", addrA, modePass)
 	h.register("b", addrB, modePass)
-	h.prober.set(addrA, modeCode503)
-	h.prober.set(addrB, modeRefuse)
+	h.hc.set(addrA, modeCode503)
+	h.hc.set(addrB, modeRefuse)
 	h.tick(s.HealthCheckInterval, "a", "b")
 	h.tick(s.HealthCheckInterval, "a", "b")
 	for _, id := range []string{"a", "b"} {
@@ -145,7 +145,7 @@ func TestTargetGroup_FailsOpenWhenNoTargetIsHealthy(t *testing.T) {
 		t.Fatalf("picks while failing open = %v, want both unhealthy targets", seen)
 	}
 
-	h.prober.set(addrB, modePass)
+	h.hc.set(addrB, modePass)
 	for range s.Thresholds.Healthy {
 		h.tick(s.HealthCheckInterval, "a", "b")
 	}

@@ -76,45 +76,45 @@ func (r CheckResult) Reason() Reason {
 	return ReasonNone
 }
 
-// Prober runs one health check against one target. ctx carries the health
-// check timeout; Probe must return when ctx is done. It fills Outcome, Status
+// HealthChecker runs one health check against one target. ctx carries the
+// health check timeout; Check must return when ctx is done. It fills Outcome, Status
 // and Err; the caller fills At and Duration.
-type Prober interface {
-	Probe(ctx context.Context, address, path string) CheckResult
+type HealthChecker interface {
+	Check(ctx context.Context, address, path string) CheckResult
 }
 
-// HTTPProber checks a target with GET http://address/path, as an ALB does with
-// the HTTP protocol: success is 200 (the default matcher), redirects are not
+// HTTPHealthChecker checks a target with GET http://address/path, as an ALB
+// does with the HTTP protocol: success is 200 (the default matcher), redirects are not
 // followed, and the connection is closed after each check ("after each health
 // check is completed, the load balancer node closes the connection").
-type HTTPProber struct {
+type HTTPHealthChecker struct {
 	client *http.Client
 }
 
-var _ Prober = (*HTTPProber)(nil)
+var _ HealthChecker = (*HTTPHealthChecker)(nil)
 
 // healthCheckUserAgent is the User-Agent of health checks, after ALB's
 // ELB-HealthChecker/2.0, so apps can tell checks from traffic.
 const healthCheckUserAgent = "mythex-HealthChecker/1.0"
 
-// NewHTTPProber returns an HTTPProber with its own transport (no keep-alive, no
+// NewHTTPHealthChecker returns an HTTPHealthChecker with its own transport (no keep-alive, no
 // proxy from the environment).
-func NewHTTPProber() *HTTPProber {
+func NewHTTPHealthChecker() *HTTPHealthChecker {
 	tr := &http.Transport{
 		DisableKeepAlives:      true,
 		MaxResponseHeaderBytes: 64 << 10,
 		DisableCompression:     true,
 	}
-	return &HTTPProber{client: &http.Client{
+	return &HTTPHealthChecker{client: &http.Client{
 		Transport:     tr,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
 }
 
-// Probe runs one check. A deadline reached while connecting, waiting or
+// Check runs one check. A deadline reached while connecting, waiting or
 // reading the body is CheckTimedOut; any other transport error is
 // CheckConnFailed; a request that cannot even be built is CheckInternalError.
-func (p *HTTPProber) Probe(ctx context.Context, address, path string) CheckResult {
+func (p *HTTPHealthChecker) Check(ctx context.Context, address, path string) CheckResult {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+address+path, nil)
 	if err != nil {
 		return CheckResult{Outcome: CheckInternalError, Err: err.Error()}
@@ -129,6 +129,7 @@ func (p *HTTPProber) Probe(ctx context.Context, address, path string) CheckResul
 	if err != nil {
 		return transportFailure(ctx, err)
 	}
+	// 200 only: an ALB target group's default success matcher.
 	if resp.StatusCode != http.StatusOK {
 		return CheckResult{Outcome: CheckCodeMismatch, Status: resp.StatusCode,
 			Err: fmt.Sprintf("answered %d, want 200", resp.StatusCode)}
@@ -150,7 +151,7 @@ func transportFailure(ctx context.Context, err error) CheckResult {
 type checker struct {
 	clock    clockwork.Clock
 	log      *slog.Logger
-	prober   Prober
+	hc       HealthChecker
 	address  string
 	path     string
 	interval time.Duration
@@ -182,7 +183,7 @@ func (c *checker) run(ctx context.Context) {
 func (c *checker) runOnce(ctx context.Context) (r CheckResult, ok bool) {
 	start := c.clock.Now()
 	cctx, cancel := clockwork.WithTimeout(ctx, c.clock, c.timeout)
-	r = c.probe(cctx)
+	r = c.runCheck(cctx)
 	cancel()
 	if ctx.Err() != nil {
 		return r, false
@@ -191,14 +192,14 @@ func (c *checker) runOnce(ctx context.Context) (r CheckResult, ok bool) {
 	return r, true
 }
 
-// probe calls the prober; a panic in it is logged and counts as
+// runCheck calls the health checker; a panic in it is logged and counts as
 // Elb.InternalError, so one bad check never stops the loop.
-func (c *checker) probe(ctx context.Context) (r CheckResult) {
+func (c *checker) runCheck(ctx context.Context) (r CheckResult) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.log.Error("health check panicked", "address", c.address, "panic", p)
 			r = CheckResult{Outcome: CheckInternalError, Err: fmt.Sprintf("panic: %v", p)}
 		}
 	}()
-	return c.prober.Probe(ctx, c.address, c.path)
+	return c.hc.Check(ctx, c.address, c.path)
 }

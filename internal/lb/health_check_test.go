@@ -10,7 +10,7 @@ import (
 	"github.com/jonboulle/clockwork"
 )
 
-func TestHTTPProber_Probe(t *testing.T) {
+func TestHTTPHealthChecker_Check(t *testing.T) {
 	var mu sync.Mutex
 	var gotUA string
 	var gotClose bool
@@ -44,14 +44,14 @@ func TestHTTPProber_Probe(t *testing.T) {
 		{"refused connection fails the check", closedAddr(t), "/ok", time.Second, CheckConnFailed, 0, ReasonFailedHealthChecks},
 		{"an address that cannot make a request is an internal error", "bad host:1", "/ok", time.Second, CheckInternalError, 0, ReasonInternalError},
 	}
-	p := NewHTTPProber()
+	p := NewHTTPHealthChecker()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), tt.timeout)
 			defer cancel()
-			r := p.Probe(ctx, tt.addr, tt.path)
+			r := p.Check(ctx, tt.addr, tt.path)
 			if r.Outcome != tt.wantOutcome || r.Status != tt.wantStatus || r.Reason() != tt.wantReason {
-				t.Fatalf("Probe = %s %d (%s) %q; want %s %d (%s)", r.Outcome, r.Status, r.Reason(), r.Err, tt.wantOutcome, tt.wantStatus, tt.wantReason)
+				t.Fatalf("Check = %s %d (%s) %q; want %s %d (%s)", r.Outcome, r.Status, r.Reason(), r.Err, tt.wantOutcome, tt.wantStatus, tt.wantReason)
 			}
 			if (r.Err == "") != r.Passed() {
 				t.Fatalf("Err = %q with outcome %s: a failed check must say why, a passed one nothing", r.Err, r.Outcome)
@@ -65,23 +65,23 @@ func TestHTTPProber_Probe(t *testing.T) {
 	}
 }
 
-type panicProber struct{}
+type panicChecker struct{}
 
-func (panicProber) Probe(context.Context, string, string) CheckResult { panic("boom") }
+func (panicChecker) Check(context.Context, string, string) CheckResult { panic("boom") }
 
 func TestChecker_RunOnce(t *testing.T) {
 	clock := clockwork.NewFakeClock()
-	t.Run("a panicking prober counts as an internal error", func(t *testing.T) {
-		c := &checker{clock: clock, log: discardLogger(), prober: panicProber{}, address: addrA, path: "/", interval: 5 * time.Second, timeout: time.Second}
+	t.Run("a panicking health checker counts as an internal error", func(t *testing.T) {
+		c := &checker{clock: clock, log: discardLogger(), hc: panicChecker{}, address: addrA, path: "/", interval: 5 * time.Second, timeout: time.Second}
 		r, ok := c.runOnce(context.Background())
 		if !ok || r.Outcome != CheckInternalError || r.Reason() != ReasonInternalError {
 			t.Fatalf("runOnce = %+v, %v; want an internal error, reported", r, ok)
 		}
 	})
 	t.Run("a check cut short by stopping is not reported", func(t *testing.T) {
-		f := newFakeProber()
+		f := newFakeChecker()
 		f.set(addrA, modeHang)
-		c := &checker{clock: clock, log: discardLogger(), prober: f, address: addrA, path: "/", interval: 5 * time.Second, timeout: time.Second}
+		c := &checker{clock: clock, log: discardLogger(), hc: f, address: addrA, path: "/", interval: 5 * time.Second, timeout: time.Second}
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() { <-f.started; cancel() }()
 		if _, ok := c.runOnce(ctx); ok {
@@ -89,9 +89,9 @@ func TestChecker_RunOnce(t *testing.T) {
 		}
 	})
 	t.Run("duration and start come from the clock", func(t *testing.T) {
-		f := newFakeProber()
+		f := newFakeChecker()
 		f.set(addrA, modeHang)
-		c := &checker{clock: clock, log: discardLogger(), prober: f, address: addrA, path: "/", interval: 5 * time.Second, timeout: 2 * time.Second}
+		c := &checker{clock: clock, log: discardLogger(), hc: f, address: addrA, path: "/", interval: 5 * time.Second, timeout: 2 * time.Second}
 		start := clock.Now()
 		go func() { <-f.started; clock.Advance(2 * time.Second) }()
 		r, ok := c.runOnce(context.Background())

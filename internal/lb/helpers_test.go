@@ -11,35 +11,35 @@ import (
 	"github.com/jonboulle/clockwork"
 )
 
-// probeMode is how a fake target answers health checks.
-type probeMode int
+// checkMode is how a fake target answers health checks.
+type checkMode int
 
 const (
-	modePass    probeMode = iota // 200
+	modePass    checkMode = iota // 200
 	modeCode503                  // 503
 	modeRefuse                   // connection refused
 	modeHang                     // never answers; the check times out
 )
 
-// fakeProber answers health checks from an in-memory mode per address and
+// fakeChecker answers health checks from an in-memory mode per address and
 // announces each check as it starts.
-type fakeProber struct {
+type fakeChecker struct {
 	mu      sync.Mutex
-	modes   map[string]probeMode
+	modes   map[string]checkMode
 	started chan string
 }
 
-func newFakeProber() *fakeProber {
-	return &fakeProber{modes: map[string]probeMode{}, started: make(chan string, 1024)}
+func newFakeChecker() *fakeChecker {
+	return &fakeChecker{modes: map[string]checkMode{}, started: make(chan string, 1024)}
 }
 
-func (f *fakeProber) set(addr string, m probeMode) {
+func (f *fakeChecker) set(addr string, m checkMode) {
 	f.mu.Lock()
 	f.modes[addr] = m
 	f.mu.Unlock()
 }
 
-func (f *fakeProber) Probe(ctx context.Context, addr, _ string) CheckResult {
+func (f *fakeChecker) Check(ctx context.Context, addr, _ string) CheckResult {
 	f.mu.Lock()
 	m := f.modes[addr]
 	f.mu.Unlock()
@@ -62,12 +62,12 @@ type checkEvent struct {
 	r  CheckResult
 }
 
-// harness is a target group on a fake clock with a fake prober, recording
+// harness is a target group on a fake clock with a fake health checker, recording
 // every check and change.
 type harness struct {
 	t       *testing.T
 	clock   *clockwork.FakeClock
-	prober  *fakeProber
+	hc      *fakeChecker
 	g       *TargetGroup
 	checks  chan checkEvent
 	changes chan Change
@@ -91,12 +91,12 @@ func testSettings() Settings {
 func newHarness(t *testing.T, s Settings) *harness {
 	t.Helper()
 	h := &harness{
-		t: t, clock: clockwork.NewFakeClock(), prober: newFakeProber(),
+		t: t, clock: clockwork.NewFakeClock(), hc: newFakeChecker(),
 		checks: make(chan checkEvent, 1024), changes: make(chan Change, 1024),
 	}
 	h.t0 = h.clock.Now()
 	h.g = NewTargetGroup(s, GroupDeps{
-		Clock: h.clock, Logger: discardLogger(), Prober: h.prober,
+		Clock: h.clock, Logger: discardLogger(), HealthChecker: h.hc,
 		OnCheck:  func(id string, r CheckResult) { h.checks <- checkEvent{id, r} },
 		OnChange: func(c Change) { h.changes <- c },
 	})
@@ -142,7 +142,7 @@ func (h *harness) started(addr string) {
 	deadline := time.After(waitFor)
 	for {
 		select {
-		case a := <-h.prober.started:
+		case a := <-h.hc.started:
 			if a == addr {
 				return
 			}
@@ -153,9 +153,9 @@ func (h *harness) started(addr string) {
 }
 
 // register registers id at addr and waits for its first (immediate) check.
-func (h *harness) register(id, addr string, m probeMode) {
+func (h *harness) register(id, addr string, m checkMode) {
 	h.t.Helper()
-	h.prober.set(addr, m)
+	h.hc.set(addr, m)
 	if _, err := h.g.Register(id, addr); err != nil {
 		h.t.Fatalf("register %s: %v", id, err)
 	}

@@ -37,8 +37,8 @@ type Options struct {
 	// Logger receives state changes (never per-request lines). Default:
 	// slog.Default().
 	Logger *slog.Logger
-	// Prober runs health checks. Default: NewHTTPProber().
-	Prober Prober
+	// HealthChecker runs health checks. Default: NewHTTPHealthChecker().
+	HealthChecker HealthChecker
 	// ELBv2, when not nil, makes the admin listener also answer the ELBv2
 	// API (AWS Query protocol, POST /), SigV4-signed with its key pair.
 	ELBv2 *ELBv2Options
@@ -58,6 +58,7 @@ type Server struct {
 	TargetGroupARN string
 
 	admin           http.Handler
+	elbv2           *ELBv2Options // with defaults; nil when off
 	log             *slog.Logger
 	shutdownTimeout time.Duration
 }
@@ -78,7 +79,7 @@ func New(o Options) (*Server, error) {
 	s := &Server{log: o.Logger, shutdownTimeout: o.ShutdownTimeout}
 	var m *Metrics
 	s.Group = NewTargetGroup(o.Settings, GroupDeps{
-		Clock: o.Clock, Logger: o.Logger, Prober: o.Prober,
+		Clock: o.Clock, Logger: o.Logger, HealthChecker: o.HealthChecker,
 		OnChange: func(c Change) {
 			logChange(o.Logger, c)
 			m.change(c)
@@ -111,6 +112,7 @@ func New(o Options) (*Server, error) {
 		}
 		api := newELBv2(s.Group, *o.ELBv2, clock, o.Logger, m.elbv2Call)
 		s.TargetGroupARN = api.o.TargetGroupARN
+		s.elbv2 = &api.o
 		bearer := admin
 		admin = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if isELBv2Request(r) {

@@ -46,7 +46,7 @@ func TestNew_Errors(t *testing.T) {
 
 func TestServer_LogsStateChangesNotRequestsAndShutsDownCleanly(t *testing.T) {
 	var logs syncBuffer
-	srv, err := New(Options{Settings: testSettings(), Token: "t", Prober: newFakeProber(),
+	srv, err := New(Options{Settings: testSettings(), Token: "t", HealthChecker: newFakeChecker(),
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)), ShutdownTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -48,7 +48,7 @@ func TestMetrics_TargetStatesAndChecks(t *testing.T) {
 	h.g.deps.OnCheck = func(id string, r CheckResult) { m.check(id, r); onCheck(id, r) }
 	h.g.deps.OnChange = func(c Change) { m.change(c); onChange(c) }
 	h.register("a", addrA, modePass)
-	h.prober.set(addrA, modeCode503)
+	h.hc.set(addrA, modeCode503)
 	h.tick(testSettings().HealthCheckInterval, "a")
 	h.tick(testSettings().HealthCheckInterval, "a")
 	expected := `

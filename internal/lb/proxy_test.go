@@ -22,7 +22,7 @@ import (
 	"github.com/mythex/mythex/internal/wire"
 )
 
-// lbEnv is a whole Server on loopback listeners with a fake prober (every
+// lbEnv is a whole Server on loopback listeners with a fake health checker (every
 // target passes unless told otherwise) on a fake clock.
 type lbEnv struct {
 	t      *testing.T
@@ -30,7 +30,7 @@ type lbEnv struct {
 	url    string
 	admin  string
 	clock  *clockwork.FakeClock
-	prober *fakeProber
+	hc     *fakeChecker
 	client *http.Client
 }
 
@@ -38,8 +38,8 @@ const testToken = "test-token"
 
 func startLB(t *testing.T, s Settings) *lbEnv {
 	t.Helper()
-	e := &lbEnv{t: t, clock: clockwork.NewFakeClock(), prober: newFakeProber()}
-	srv, err := New(Options{Settings: s, Token: testToken, Clock: e.clock, Logger: discardLogger(), Prober: e.prober,
+	e := &lbEnv{t: t, clock: clockwork.NewFakeClock(), hc: newFakeChecker()}
+	srv, err := New(Options{Settings: s, Token: testToken, Clock: e.clock, Logger: discardLogger(), HealthChecker: e.hc,
 		ShutdownTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -512,7 +512,7 @@ func BenchmarkProxy_Handle(b *testing.B) {
 	go backend.Serve(ln)
 	defer backend.Shutdown()
 
-	g := NewTargetGroup(testSettings(), GroupDeps{Clock: clockwork.NewFakeClock(), Logger: discardLogger(), Prober: newFakeProber()})
+	g := NewTargetGroup(testSettings(), GroupDeps{Clock: clockwork.NewFakeClock(), Logger: discardLogger(), HealthChecker: newFakeChecker()})
 	defer g.Close()
 	if _, err := g.Register("a", ln.Addr().String()); err != nil {
 		b.Fatal(err)

@@ -70,3 +70,31 @@ func TestJudge_FixFollowsWhatItBreaks(t *testing.T) {
 		t.Errorf("finding %+v", f)
 	}
 }
+
+func TestWorstAndFails(t *testing.T) {
+	cases := []struct {
+		name   string
+		levels []timing.Level
+		strict bool
+		worst  timing.Level
+		fails  bool
+	}{
+		{"none", nil, true, timing.Pass, false},
+		{"all pass", []timing.Level{timing.Pass, timing.Pass}, true, timing.Pass, false},
+		{"marginal", []timing.Level{timing.Pass, timing.Marginal}, false, timing.Marginal, false},
+		{"marginal under strict", []timing.Level{timing.Marginal, timing.Pass}, true, timing.Marginal, true},
+		{"fail", []timing.Level{timing.Fail, timing.Marginal}, false, timing.Fail, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var vs []Verdict
+			for _, l := range tc.levels {
+				vs = append(vs, Verdict{Level: l})
+			}
+			w := Worst(vs)
+			if w != tc.worst || Fails(w, tc.strict) != tc.fails {
+				t.Errorf("Worst = %v, Fails = %v; want %v, %v", w, Fails(w, tc.strict), tc.worst, tc.fails)
+			}
+		})
+	}
+}

@@ -183,3 +183,18 @@ func (s *Subject) unjudged(name string) bool {
 	}
 	return s.Unjudged[name] != ""
 }
+
+// Worst is the worst level among vs: timing.Pass when vs is empty.
+func Worst(vs []Verdict) timing.Level {
+	worst := timing.Pass
+	for _, v := range vs {
+		worst = max(worst, v.Level)
+	}
+	return worst
+}
+
+// Fails says whether a check whose worst level is worst fails (exit 1): a
+// failing relation always, a marginal one only when strict.
+func Fails(worst timing.Level, strict bool) bool {
+	return worst == timing.Fail || (strict && worst == timing.Marginal)
+}

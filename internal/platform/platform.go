@@ -2,7 +2,8 @@
 // of an app, get one (state, config and image, events newest first as the
 // platform returns them, restart information), create, update to a new
 // config/image, start, stop, destroy, and wait for a state. The model and the
-// field names follow the Fly Machines API v1 (DESIGN §2); the implementations
+// field names follow the Fly Machines API v1, the platform mythex was first
+// built against; the implementations
 // live in the subpackages local (processes under a supervisor, the embedded
 // default), fly (a REST client for the Fly Machines API) and docker
 // (containers through the Docker Engine API).
@@ -74,7 +75,8 @@ type Machine struct {
 	Address string `json:"address,omitempty"`
 	// Events are the machine's recent events, newest first, exactly as the
 	// platform returned them: platforms keep only a few per machine, so the list
-	// is bounded and slides (see DESIGN §1b).
+	// is bounded and slides: count crashes by their timestamps, never by events
+	// (docs/publish.md).
 	Events []Event `json:"events"`
 	// RestartCount is how many times the platform restarted the current
 	// instance after it exited on its own (docker: State.RestartCount; local:

@@ -91,7 +91,7 @@ func TestBench_PublishVerdicts(t *testing.T) {
 			if first.IsZero() {
 				first = e.At
 			}
-			if e.At.Sub(first) >= o.StartPeriod && ml.Probe.Status == 500 {
+			if e.At.Sub(first) >= o.StartPeriod && ml.Health.Status == 500 {
 				if n++; n >= o.UnhealthyThreshold {
 					return e.At
 				}
@@ -105,7 +105,7 @@ func TestBench_PublishVerdicts(t *testing.T) {
 		// health check.
 		for _, e := range lookEvents(ev) {
 			ml := e.Look.Machines[0]
-			if ml.Machine.State == platform.StateStarted && ml.Probe.OK && e.At.Sub(ml.Machine.StartedAt) >= o.StableFor {
+			if ml.Machine.State == platform.StateStarted && ml.Health.OK && e.At.Sub(ml.Machine.StartedAt) >= o.StableFor {
 				return e.At
 			}
 		}

@@ -125,15 +125,15 @@ func (c caseFile) machine(cm caseMachine) (platform.Machine, error) {
 	return m, nil
 }
 
-func parseProbe(s string) Probe {
+func parseProbe(s string) HealthResult {
 	switch s {
 	case "":
-		return Probe{}
+		return HealthResult{}
 	case "refused":
-		return Probe{Ran: true, Error: "connection refused", Target: "http://app/healthz"}
+		return HealthResult{Ran: true, Error: "connection refused", Target: "http://app/healthz"}
 	}
 	code, _ := strconv.Atoi(s)
-	return Probe{Ran: true, OK: code >= 200 && code < 300, Status: code, Target: "http://app/healthz"}
+	return HealthResult{Ran: true, OK: code >= 200 && code < 300, Status: code, Target: "http://app/healthz"}
 }
 
 func (c caseFile) input() (Input, error) {
@@ -150,7 +150,7 @@ func (c caseFile) input() (Input, error) {
 				seen[cm.ID] = true
 				in.Machines = append(in.Machines, cm.ID)
 			}
-			ml := MachineLook{ID: cm.ID, Probe: parseProbe(cm.Probe)}
+			ml := MachineLook{ID: cm.ID, Health: parseProbe(cm.Probe)}
 			if cm.Error != "" {
 				ml.ErrKind, ml.Err = ErrKindControlPlane, cm.Error
 			} else {

@@ -14,8 +14,8 @@ import (
 // Checker makes one HTTP health check of the app.
 type Checker interface {
 	// Check requests url and returns the outcome; it never returns an error:
-	// a check that could not be made is a Probe with Error set.
-	Check(ctx context.Context, url string) Probe
+	// a check that could not be made is a HealthResult with Error set.
+	Check(ctx context.Context, url string) HealthResult
 }
 
 // HTTPChecker checks with GET: 2xx within Timeout is healthy, as an ALB
@@ -31,8 +31,8 @@ type HTTPChecker struct {
 var noKeepAlive = &http.Client{Transport: &http.Transport{DisableKeepAlives: true, Proxy: http.ProxyFromEnvironment}}
 
 // Check implements Checker.
-func (c HTTPChecker) Check(ctx context.Context, url string) Probe {
-	p := Probe{Ran: true, Target: url}
+func (c HTTPChecker) Check(ctx context.Context, url string) HealthResult {
+	p := HealthResult{Ran: true, Target: url}
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = 2 * time.Second
@@ -56,6 +56,8 @@ func (c HTTPChecker) Check(ctx context.Context, url string) Probe {
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	p.Status = resp.StatusCode
+	// Any 2xx, as Fly's HTTP checks pass; the verdict tells a gateway's
+	// 502/503/504 (not ready) from the app's wrong answers.
 	p.OK = resp.StatusCode >= 200 && resp.StatusCode < 300
 	return p
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // IsCrash reports whether e is a crash of a server under restart policy
-// policy (DESIGN §4): an exit event that was not a requested stop and either
+// policy: an exit event that was not a requested stop and either
 // has a non-zero exit code, a signal or an OOM kill, or happened under restart
 // policy always, or was restarted by the platform — a server is not meant to
 // exit, so an exit 0 the platform had to restart from is still a crash. An exit

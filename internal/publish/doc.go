@@ -20,7 +20,7 @@
 //     it; uptime is measured between our own looks, so a skewed platform
 //     clock cannot stretch or shrink it.
 //
-//   - The look loop (Gate.judgeLoop, judge.go) takes the looks on an
+//   - The look loop (Gate.lookLoop, looks.go) takes the looks on an
 //     injected clock — one Get per machine, a direct health probe, the app's
 //     URL when it stands for the machines — calls Judge after each, and
 //     sleeps for the delay the verdict asks for, until the verdict is final

@@ -63,7 +63,7 @@ var never = time.Time{}
 // fakePlatform is a machines platform in memory, driven by a clockwork clock:
 // machines boot after startDelay, crash per their image's behavior, restart
 // per their restart policy after restartDelay, and keep only the newest
-// capacity events — the bounded list of DESIGN §1b.
+// capacity events — the bounded list real platforms keep (docs/publish.md).
 type fakePlatform struct {
 	mu           sync.Mutex
 	clock        clockwork.Clock
@@ -439,8 +439,8 @@ var _ platform.Platform = (*fakePlatform)(nil)
 // app's own endpoint.
 type fakeChecker struct{ p *fakePlatform }
 
-func (c fakeChecker) Check(_ context.Context, raw string) Probe {
-	p := Probe{Ran: true, Target: raw}
+func (c fakeChecker) Check(_ context.Context, raw string) HealthResult {
+	p := HealthResult{Ran: true, Target: raw}
 	u, err := url.Parse(raw)
 	if err != nil {
 		p.Error = err.Error()

@@ -15,7 +15,8 @@ import (
 )
 
 // This file holds flyctl's smoke-check rule, implemented only here, as an
-// oracle to compare the gate with on the same event sequences (DESIGN §2).
+// oracle to compare the gate with on the same event sequences (flyctl is the reference mythex must be
+// at least as good as).
 // The rule, from superfly/flyctl internal/machine/leasable_machine.go
 // (WaitForSmokeChecksToPass, isConstantlyRestarting) and superfly/fly-go
 // machine_types.go (MostRecentStartTimeAfterLaunch), read for behaviour only:

@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gofrs/flock"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/mythex/mythex/internal/flocks"
 	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/platform"
 )
@@ -153,7 +153,8 @@ var ErrInvalid = errors.New("invalid publish request")
 // its lock.
 var ErrBusy = errors.New("another publish or reconcile of this app is running")
 
-// Gate publishes releases onto a platform and judges them (DESIGN §4).
+// Gate publishes releases onto a platform and judges them (Judge;
+// docs/publish.md).
 type Gate struct {
 	p        platform.Platform
 	store    *Store
@@ -255,20 +256,20 @@ func (g *Gate) step(app, release string, t0 time.Time, format string, args ...an
 	}
 }
 
-// lock takes app's lock without waiting.
-func (g *Gate) lock(app string) (*flock.Flock, error) {
+// lock takes app's lock without waiting. ErrBusy, naming the holder, when
+// another publish of app holds it.
+func (g *Gate) lock(app string) (*flocks.Lock, error) {
 	if err := os.MkdirAll(g.lockDir, 0o700); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", app, err)
 	}
-	fl := flock.New(filepath.Join(g.lockDir, "publish-"+app+".lock"))
-	ok, err := fl.TryLock()
-	if err != nil {
+	l := flocks.New(filepath.Join(g.lockDir, "publish-"+app+".lock"), "publish lock of "+app)
+	var held *flocks.HeldError
+	if err := l.TryLock(fmt.Sprintf("publish (pid %d)", os.Getpid())); errors.As(err, &held) {
+		return nil, fmt.Errorf("%w (app %s, lock %s, held by %s)", ErrBusy, app, held.Path, held.Holder)
+	} else if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", app, err)
 	}
-	if !ok {
-		return nil, fmt.Errorf("%w (app %s, lock %s)", ErrBusy, app, fl.Path())
-	}
-	return fl, nil
+	return l, nil
 }
 
 // call runs one platform call with the call timeout.

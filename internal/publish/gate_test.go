@@ -558,7 +558,7 @@ func TestGate_Busy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fl.Unlock()
-	if _, err := e.gate.Publish(context.Background(), req(imgGood)); !errors.Is(err, ErrBusy) {
-		t.Fatalf("Publish while locked = %v, want ErrBusy", err)
+	if _, err := e.gate.Publish(context.Background(), req(imgGood)); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "held by publish (pid") {
+		t.Fatalf("Publish while locked = %v, want ErrBusy naming the holder", err)
 	}
 }

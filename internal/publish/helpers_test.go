@@ -54,19 +54,19 @@ func mach(state platform.State, policy platform.RestartPolicy, events ...platfor
 		Config: platform.Config{Image: "app:v2", Restart: platform.Restart{Policy: policy}}, Events: events}
 }
 
-var okProbe = Probe{Ran: true, OK: true, Status: 200, Target: "http://m1/healthz"}
-var badProbe = Probe{Ran: true, Status: 503, Target: "http://m1/healthz"}
-var refused = Probe{Ran: true, Error: "connection refused", Target: "http://m1/healthz"}
+var okProbe = HealthResult{Ran: true, OK: true, Status: 200, Target: "http://m1/healthz"}
+var badProbe = HealthResult{Ran: true, Status: 503, Target: "http://m1/healthz"}
+var refused = HealthResult{Ran: true, Error: "connection refused", Target: "http://m1/healthz"}
 
 // lookAt is one look at machine m1.
-func lookAt(n int, secs float64, m platform.Machine, p Probe) Look {
+func lookAt(n int, secs float64, m platform.Machine, p HealthResult) Look {
 	m.ID = "m1"
-	return Look{N: n, At: at(secs), Machines: []MachineLook{{ID: "m1", Machine: m, Probe: p}}}
+	return Look{N: n, At: at(secs), Machines: []MachineLook{{ID: "m1", Machine: m, Health: p}}}
 }
 
 // cpErr is one look at m1 the platform did not answer.
-func cpErr(n int, secs float64, p Probe) Look {
-	return Look{N: n, At: at(secs), Machines: []MachineLook{{ID: "m1", ErrKind: ErrKindControlPlane, Err: "429 Too Many Requests", Probe: p}}}
+func cpErr(n int, secs float64, p HealthResult) Look {
+	return Look{N: n, At: at(secs), Machines: []MachineLook{{ID: "m1", ErrKind: ErrKindControlPlane, Err: "429 Too Many Requests", Health: p}}}
 }
 
 // input judges looks of m1 at now, with the window ending at deadline

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -126,4 +129,34 @@ func (g *Gate) describeState(ctx context.Context, app string) string {
 		parts = append(parts, fmt.Sprintf("%s %s on %s", m.ID, m.State, orNone(m.Release())))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// SecondSignal returns a channel closed on the second SIGINT/SIGTERM of a
+// publish: the first one ends ctx (the root command's signal context) and
+// the gate finishes safely; the second closes the channel and the gate stops
+// at once (Request.Abort). stop unregisters.
+func SecondSignal(ctx context.Context) (<-chan struct{}, func()) {
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	abort := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		n := 0
+		if ctx.Err() != nil {
+			n = 1 // the first signal already ended ctx
+		}
+		for {
+			select {
+			case <-ch:
+				n++
+				if n >= 2 {
+					close(abort)
+					return
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return abort, func() { signal.Stop(ch); close(done) }
 }

@@ -288,7 +288,7 @@ func (g *Gate) Publish(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 
-	v, looks, err := g.judgeLoop(ctx, judgement{
+	v, looks, err := g.lookLoop(ctx, judgement{
 		app: app, release: rel.ID, image: cfg.Image, machines: rel.Judged(), t0: t0, deadline: t0.Add(g.opts.Window),
 		health: req.Health, appProbe: req.Strategy == StrategyInPlace, serving: req.Strategy == StrategyInPlace,
 		policy: g.opts.policy(), since: rel.Since, before: before,

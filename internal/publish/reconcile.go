@@ -178,7 +178,7 @@ func (r *Reconciler) recheck(ctx context.Context, rel Release) Check {
 		// (its launch/update events would give the judge the old t0).
 		prior = nil
 	}
-	v, looks, err := g.judgeLoop(ctx, judgement{
+	v, looks, err := g.lookLoop(ctx, judgement{
 		app: rel.App, release: rel.ID, image: rel.Config.Image, machines: rel.Judged(), t0: rel.LiveAt,
 		deadline: now.Add(g.opts.StableFor + g.opts.ReconcileWindow), health: rel.Health, appProbe: rel.Strategy == StrategyInPlace,
 		policy: g.opts.policy(), prior: prior, since: since, before: before,
@@ -277,7 +277,7 @@ func (r *Reconciler) finishPending(ctx context.Context, rel Release) Check {
 		return c
 	}
 	now := g.clock.Now()
-	v, _, err := g.judgeLoop(ctx, judgement{
+	v, _, err := g.lookLoop(ctx, judgement{
 		app: rel.App, release: rel.ID, image: rel.Config.Image, machines: rel.Judged(), t0: rel.CreatedAt,
 		deadline: now.Add(g.opts.StableFor + g.opts.ReconcileWindow), health: rel.Health,
 		appProbe: rel.Strategy == StrategyInPlace, serving: rel.Strategy == StrategyInPlace,

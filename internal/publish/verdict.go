@@ -32,8 +32,9 @@ const (
 	StatusUnknown Status = "unknown"
 )
 
-// Probe is the result of one HTTP health check of the app.
-type Probe struct {
+// HealthResult is the result of one HTTP health check of the app (not the
+// prober of package probe, which generates load).
+type HealthResult struct {
 	// Ran is false when no check was made (no address yet, nothing to probe).
 	Ran bool `json:"ran"`
 	// OK is true for a 2xx answer within the timeout.
@@ -46,8 +47,8 @@ type Probe struct {
 	Target string `json:"target,omitempty"`
 }
 
-// String renders the probe for messages: "200", "503", "connection refused".
-func (p Probe) String() string {
+// String renders the result for messages: "200", "503", "connection refused".
+func (p HealthResult) String() string {
 	switch {
 	case !p.Ran:
 		return "not run"
@@ -85,9 +86,9 @@ type MachineLook struct {
 	Err     string  `json:"err,omitempty"`
 	// Machine is the machine as the platform returned it.
 	Machine platform.Machine `json:"machine"`
-	// Probe is a direct health check of the machine's own address (does not
+	// Health is a direct health check of the machine's own address (does not
 	// need the control plane).
-	Probe Probe `json:"probe"`
+	Health HealthResult `json:"probe"`
 }
 
 // Look is one look at every machine of the release.
@@ -101,7 +102,7 @@ type Look struct {
 	// App is a health check of the app's own endpoint (its public URL, or the
 	// load balancer) — set only when that endpoint is served by the release
 	// being judged; used for machines without a direct probe.
-	App Probe `json:"app"`
+	App HealthResult `json:"app"`
 }
 
 // Policy holds the judge's settings.
@@ -267,7 +268,8 @@ type Verdict struct {
 	NextLook time.Duration `json:"next_look,omitempty"`
 }
 
-// Judge decides a release from looks (DESIGN §4). It is a pure function: the
+// Judge decides a release from looks (the rules: docs/publish.md, "How a
+// release is judged"). It is a pure function: the
 // gate loop takes the looks and applies the verdict.
 //
 // Per machine, over the looks the platform answered:
@@ -353,7 +355,7 @@ type obs struct {
 	latestCrash platform.Event   // valid when hasCrash
 	hasCrash    bool
 	started     time.Time // instance start, platform clock
-	probe       Probe
+	probe       HealthResult
 }
 
 // machineT0 is when the publish's write reached machine id, on the
@@ -411,7 +413,7 @@ func judgeMachine(in Input, id string, final bool) machineJudgement {
 			if ml.ID != id {
 				continue
 			}
-			o := obs{look: l.N, at: l.At, probe: ml.Probe}
+			o := obs{look: l.N, at: l.At, probe: ml.Health}
 			if !o.probe.Ran && l.App.Ran {
 				o.probe = l.App
 			}
@@ -423,7 +425,7 @@ func judgeMachine(in Input, id string, final bool) machineJudgement {
 					// old release's, so it says nothing either.
 					notYet++
 					notYetM = ml.Machine
-					o.probe = Probe{}
+					o.probe = HealthResult{}
 					all = append(all, o)
 					continue
 				}
@@ -677,7 +679,7 @@ func platformStopped(m platform.Machine) bool {
 // an HTTP status outside 2xx other than 502, 503 and 504 (what a booting app
 // or a proxy in front of it says). Refused connections and timeouts are not
 // answers.
-func wrongAnswer(p Probe) bool {
+func wrongAnswer(p HealthResult) bool {
 	if !p.Ran || p.OK || p.Status == 0 {
 		return false
 	}
@@ -719,7 +721,7 @@ func unresolved(j machineJudgement, in Input, final bool, all []obs, lastCPErr s
 	if !final {
 		return j
 	}
-	var p Probe
+	var p HealthResult
 	for _, o := range all {
 		if o.probe.Ran {
 			p = o.probe

@@ -165,14 +165,14 @@ func TestJudge(t *testing.T) {
 		},
 		{
 			name:        "never reaches started by the deadline -> failed",
-			in:          input(60, 60, lookAt(1, 1, mach(platform.StateCreated, always), Probe{}), lookAt(2, 60, mach(platform.StateStarting, always), Probe{})),
+			in:          input(60, 60, lookAt(1, 1, mach(platform.StateCreated, always), HealthResult{}), lookAt(2, 60, mach(platform.StateStarting, always), HealthResult{})),
 			want:        StatusFailed,
 			wantMachine: MachineNotStarted,
 			wantReason:  []string{"did not reach started within the window"},
 		},
 		{
 			name:        "still starting at look 2, window open -> pending, polling",
-			in:          input(6, 120, lookAt(1, 1, mach(platform.StateCreated, always), Probe{}), lookAt(2, 6, mach(platform.StateStarting, always), Probe{})),
+			in:          input(6, 120, lookAt(1, 1, mach(platform.StateCreated, always), HealthResult{}), lookAt(2, 6, mach(platform.StateStarting, always), HealthResult{})),
 			want:        StatusPending,
 			wantMachine: MachinePending,
 			wantNext:    time.Second,
@@ -314,7 +314,7 @@ func TestJudge(t *testing.T) {
 		},
 		{
 			name:        "no health check possible at all -> unknown at the deadline",
-			in:          input(60, 60, lookAt(1, 1, mach(S, always, boot...), Probe{}), lookAt(2, 60, mach(S, always, boot...), Probe{})),
+			in:          input(60, 60, lookAt(1, 1, mach(S, always, boot...), HealthResult{}), lookAt(2, 60, mach(S, always, boot...), HealthResult{})),
 			want:        StatusUnknown,
 			wantMachine: MachineUnknown,
 			wantReason:  []string{"no health check could be made"},
@@ -322,8 +322,8 @@ func TestJudge(t *testing.T) {
 		{
 			name: "the app's own endpoint stands in for a machine without an address",
 			in: func() Input {
-				l1 := lookAt(1, 1, mach(S, always, boot...), Probe{})
-				l2 := lookAt(2, 15, mach(S, always, boot...), Probe{})
+				l1 := lookAt(1, 1, mach(S, always, boot...), HealthResult{})
+				l2 := lookAt(2, 15, mach(S, always, boot...), HealthResult{})
 				l1.App, l2.App = okProbe, okProbe
 				return input(15, 120, l1, l2)
 			}(),
@@ -408,7 +408,7 @@ func TestJudge_TwoMachinesNamesTheCrashingOne(t *testing.T) {
 		return m
 	}
 	look := func(n int, secs float64) Look {
-		return Look{N: n, At: at(secs), Machines: []MachineLook{{ID: "m1", Machine: good, Probe: okProbe}, {ID: "m2", Machine: mk(secs), Probe: refused}}}
+		return Look{N: n, At: at(secs), Machines: []MachineLook{{ID: "m1", Machine: good, Health: okProbe}, {ID: "m2", Machine: mk(secs), Health: refused}}}
 	}
 	in := Input{Start: t0, Now: at(11), Deadline: at(120), Image: "app:v2", Machines: []string{"m1", "m2"},
 		Looks: []Look{look(1, 1), look(2, 6), look(3, 11)}, Policy: Policy{StableFor: 10 * time.Second, LookInterval: 5 * time.Second}}

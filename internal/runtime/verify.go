@@ -25,7 +25,8 @@ type ServiceCheck struct {
 // every service of d must have a running instance of exactly its spec hash,
 // healthy, or without a healthcheck. It returns one check per service of d,
 // in d's order, and whether all passed. It is a pure function of its inputs —
-// "verify, don't trust" (DESIGN §1a): the deploy succeeds on what runs, not on
+// "verify, don't trust" (the write-up's deploy reported success while a server
+// ran no gateway): the deploy succeeds on what runs, not on
 // commands that returned 0. A "starting" service is not yet OK; the caller
 // owns the deadline and calls Verify again.
 func Verify(d *definition.Definition, statuses []ServiceStatus) (checks []ServiceCheck, ok bool) {

@@ -1,6 +1,10 @@
-// Package termui renders mythex's progress for people and machines: in-place
-// updating lines on a terminal, one plain line per event elsewhere (CI logs),
-// or one JSON object per event.
+// Package termui renders what mythex's commands report, for people and for
+// machines: a deploy's progress (in-place lines on a terminal, one plain line
+// per event in CI logs, or one JSON object per event), and the results of
+// check, measure, publish, status, history, lease, maintenance and the LB
+// commands, as text or as their --json shapes. It decides nothing: every
+// function takes a decided value and writes it. The one terminal check
+// (IsTerminal, Color) is in term.go.
 package termui
 
 import (

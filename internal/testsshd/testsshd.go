@@ -35,9 +35,27 @@ type Server struct {
 	Identity string
 }
 
+// Options place the server elsewhere than a loopback port of the test's
+// own network namespace.
+type Options struct {
+	// NetNS is a network namespace (ip netns) to run sshd in. Default: the
+	// test's own.
+	NetNS string
+	// ListenAddress is the address sshd listens on. Default 127.0.0.1.
+	ListenAddress string
+	// Port is its port. Default: a free port of the test's namespace.
+	Port int
+	// Identity is a private key file to authorise (several servers, one
+	// deployer's key). Default: a new key.
+	Identity string
+}
+
 // Start runs sshd for the test's lifetime, or skips the test saying why when
 // it cannot: sshd missing (.ci/run installs openssh-server) or not root.
-func Start(t *testing.T) *Server {
+func Start(t testing.TB) *Server { return StartWith(t, Options{}) }
+
+// StartWith is Start placed by o: in a network namespace, on an address.
+func StartWith(t testing.TB, o Options) *Server {
 	t.Helper()
 	sshd := "/usr/sbin/sshd"
 	if _, err := os.Stat(sshd); err != nil {
@@ -56,21 +74,41 @@ func Start(t *testing.T) *Server {
 		t.Fatal(err)
 	}
 	hostPub, _ := writeKey(t, filepath.Join(dir, "host_key"))
-	userPub, _ := writeKey(t, filepath.Join(dir, "id_ed25519"))
+	identity := filepath.Join(dir, "id_ed25519")
+	var userPub ssh.PublicKey
+	if o.Identity != "" {
+		b, err := os.ReadFile(o.Identity)
+		if err != nil {
+			t.Fatal(err)
+		}
+		signer, err := ssh.ParsePrivateKey(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		userPub, identity = signer.PublicKey(), o.Identity
+	} else {
+		userPub, _ = writeKey(t, identity)
+	}
 	authorized := filepath.Join(dir, "authorized_keys")
 	if err := os.WriteFile(authorized, ssh.MarshalAuthorizedKey(userPub), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	if o.ListenAddress == "" {
+		o.ListenAddress = "127.0.0.1"
 	}
-	addr := l.Addr().String()
-	l.Close()
-	_, port, _ := net.SplitHostPort(addr)
+	port := strconv.Itoa(o.Port)
+	if o.Port == 0 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, port, _ = net.SplitHostPort(l.Addr().String())
+		l.Close()
+	}
+	addr := net.JoinHostPort(o.ListenAddress, port)
 	cfg := filepath.Join(dir, "sshd_config")
 	conf := fmt.Sprintf(`Port %s
-ListenAddress 127.0.0.1
+ListenAddress %s
 HostKey %s
 AuthorizedKeysFile %s
 StrictModes no
@@ -81,11 +119,15 @@ PermitRootLogin prohibit-password
 AllowTcpForwarding yes
 PidFile none
 LogLevel VERBOSE
-`, port, filepath.Join(dir, "host_key"), authorized)
+`, port, o.ListenAddress, filepath.Join(dir, "host_key"), authorized)
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(sshd, "-D", "-e", "-f", cfg)
+	if o.NetNS != "" {
+		// ip netns exec execs sshd in the namespace: the pid is sshd's.
+		cmd = exec.Command("ip", "netns", "exec", o.NetNS, sshd, "-D", "-e", "-f", cfg)
+	}
 	logf, err := os.Create(filepath.Join(dir, "sshd.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -116,12 +158,26 @@ LogLevel VERBOSE
 		}
 		time.Sleep(20 * time.Millisecond) // polling a port: a condition wait, bounded above
 	}
-	known := filepath.Join(dir, "known_hosts")
-	line := fmt.Sprintf("[127.0.0.1]:%s %s", port, ssh.MarshalAuthorizedKey(hostPub))
-	if err := os.WriteFile(known, []byte(line), 0o600); err != nil {
+	srv := &Server{Addr: addr, User: u.Username, HostKey: hostPub, Identity: identity}
+	srv.KnownHosts = srv.KnownHostsAt(t, addr)
+	return srv
+}
+
+// KnownHostsAt writes a known_hosts file that lists the server's key for
+// addr (host:port: the server's own, or a proxy's in front of it) and
+// returns its path.
+func (s *Server) KnownHostsAt(t testing.TB, addr string) string {
+	t.Helper()
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return &Server{Addr: addr, User: u.Username, HostKey: hostPub, KnownHosts: known, Identity: filepath.Join(dir, "id_ed25519")}
+	p := filepath.Join(t.TempDir(), "known_hosts")
+	line := fmt.Sprintf("[%s]:%s %s", host, port, ssh.MarshalAuthorizedKey(s.HostKey))
+	if err := os.WriteFile(p, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // Port is the server's port number.
@@ -132,7 +188,7 @@ func (s *Server) Port() int {
 }
 
 // writeKey makes an ed25519 key and writes its OpenSSH private key to path.
-func writeKey(t *testing.T, path string) (ssh.PublicKey, ed25519.PrivateKey) {
+func writeKey(t testing.TB, path string) (ssh.PublicKey, ed25519.PrivateKey) {
 	t.Helper()
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -154,11 +210,16 @@ func writeKey(t *testing.T, path string) (ssh.PublicKey, ed25519.PrivateKey) {
 
 // OtherKnownHosts writes a known_hosts file that lists a different key for
 // the server's address (a changed host key) and returns its path.
-func (s *Server) OtherKnownHosts(t *testing.T) string {
+func (s *Server) OtherKnownHosts(t testing.TB) string { return OtherKnownHostsAt(t, s.Addr) }
+
+// OtherKnownHostsAt writes a known_hosts file that lists a new key, no
+// server's, for addr (host:port) and returns its path.
+func OtherKnownHostsAt(t testing.TB, addr string) string {
 	t.Helper()
 	pub, _ := writeKey(t, filepath.Join(t.TempDir(), "other"))
+	host, port, _ := net.SplitHostPort(addr)
 	p := filepath.Join(t.TempDir(), "known_hosts")
-	line := fmt.Sprintf("[127.0.0.1]:%d %s", s.Port(), ssh.MarshalAuthorizedKey(pub))
+	line := fmt.Sprintf("[%s]:%s %s", host, port, ssh.MarshalAuthorizedKey(pub))
 	if err := os.WriteFile(p, []byte(line), 0o600); err != nil {
 		t.Fatal(err)
 	}

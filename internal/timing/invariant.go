@@ -22,7 +22,8 @@ type invariant struct {
 	eval func(c *fleet.Config) []clause
 }
 
-// invariants is every invariant of DESIGN §3, in its order.
+// invariants is every invariant `mythex check` proves, in the order
+// docs/check.md explains them.
 var invariants = []invariant{
 	overlapInvariant,
 	graceInvariant,

@@ -21,7 +21,7 @@ func TestInvariant_InputsExist(t *testing.T) {
 			}
 		}
 	}
-	// DESIGN §3's seven, then capacity (a batch must leave a host serving).
+	// docs/check.md's seven, then capacity (a batch must leave a host serving).
 	want := []string{"overlap", "grace", "quick-return", "keep-alive", "watchdog-patience", "check-timeout", "drain-budget", "capacity"}
 	var got []string
 	for _, inv := range invariants {

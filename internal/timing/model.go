@@ -56,7 +56,7 @@ type removal struct {
 
 // detect is the health-check part of the route stop: the next check can be up
 // to one interval away, the LB needs unhealthy_threshold failed checks, and the
-// last may take up to the timeout (DESIGN §3: I·U + T).
+// last may take up to the timeout (detect = I·U + T, docs/check.md).
 func detect(c *fleet.Config) time.Duration {
 	hc := c.LoadBalancer.HealthCheck
 	return time.Duration(hc.UnhealthyThreshold)*hc.Interval + hc.Timeout

@@ -154,7 +154,7 @@ type Report struct {
 	// Model says in one line how the LB learns that a service is draining,
 	// which decides the overlap invariant (health checks or deregistration).
 	Model string
-	// Results holds one Result per invariant, in the order of DESIGN §3.
+	// Results holds one Result per invariant, in the order of docs/check.md.
 	Results []Result
 }
 

@@ -22,9 +22,20 @@ var watchdogInvariant = invariant{
 	eval: evalWatchdog,
 }
 
+// WatchdogPatience is the watchdog-patience relation for a watchdog that
+// heals after failuresBeforeHeal consecutive failed checks interval apart:
+// patience is (failuresBeforeHeal − 1) × interval, the shortest time from a
+// service's first failed check to its heal; ok says patience ≥ drainMax, so
+// a service draining for a deploy never looks dead to it. The agent warns at
+// start when ok is false; `mythex check` fails the fleet.
+func WatchdogPatience(failuresBeforeHeal int, interval, drainMax time.Duration) (patience time.Duration, ok bool) {
+	patience = time.Duration(failuresBeforeHeal-1) * interval
+	return patience, patience >= drainMax
+}
+
 func evalWatchdog(c *fleet.Config) []clause {
 	k, w, m := c.Watchdog.FailuresBeforeHeal, c.Watchdog.Interval, c.Drain.Max
-	patience := time.Duration(k-1) * w
+	patience, _ := WatchdogPatience(k, w, m)
 	return []clause{atLeast(patience, m, false, func() string {
 		return fmt.Sprintf("(failures_before_heal %d − 1) × interval %s = %s ≥ drain.max %s", k, fmtDur(w), fmtDur(patience), fmtDur(m))
 	}).because(func() string {

@@ -74,13 +74,46 @@ func ParseSSHTarget(s string) (SSHTarget, error) {
 	return t, nil
 }
 
-// SSHTunnel is one SSH connection to a host; Dial opens a "direct-tcpip"
-// channel through it to an address as seen from the host (the agent's
-// loopback listener). Safe for concurrent use. Close ends the connection.
+// ErrTunnelClosed is matched by DialContext's error after Close.
+var ErrTunnelClosed = errors.New("ssh tunnel closed")
+
+// SSHTunnel is one SSH connection to a host; DialContext opens a
+// "direct-tcpip" channel through it to an address as seen from the host (the
+// agent's loopback listener). When the connection breaks (a dropped network,
+// a restarted sshd), the next DialContext connects again — verifying the host
+// key again — so a deploy's bounded retries carry it over the break. Safe for
+// concurrent use. Close ends the connection for good.
 type SSHTunnel struct {
 	target SSHTarget
+	opts   SSHOptions
+
+	mu     sync.Mutex
+	conn   *sshConn
+	closed bool
+}
+
+// sshConn is one SSH connection; dead is closed once it has ended.
+type sshConn struct {
 	client *ssh.Client
-	once   sync.Once
+	dead   chan struct{}
+}
+
+func newSSHConn(c *ssh.Client) *sshConn {
+	sc := &sshConn{client: c, dead: make(chan struct{})}
+	go func() {
+		_ = c.Wait()
+		close(sc.dead)
+	}()
+	return sc
+}
+
+func (sc *sshConn) ended() bool {
+	select {
+	case <-sc.dead:
+		return true
+	default:
+		return false
+	}
 }
 
 // DialSSH connects to t, verifies the host key against known_hosts and
@@ -88,6 +121,16 @@ type SSHTunnel struct {
 // or ErrChangedHostKey (with the fingerprint), ErrNoSSHKeys, the network's
 // or the server's refusal.
 func DialSSH(ctx context.Context, t SSHTarget, o SSHOptions) (*SSHTunnel, error) {
+	o = o.withDefaults()
+	sc, err := connectSSH(ctx, t, o)
+	if err != nil {
+		return nil, err
+	}
+	return &SSHTunnel{target: t, opts: o, conn: sc}, nil
+}
+
+// withDefaults fills in OpenSSH's defaults.
+func (o SSHOptions) withDefaults() SSHOptions {
 	home, _ := os.UserHomeDir()
 	if len(o.KnownHosts) == 0 {
 		o.KnownHosts = []string{filepath.Join(home, ".ssh", "known_hosts")}
@@ -102,6 +145,11 @@ func DialSSH(ctx context.Context, t SSHTarget, o SSHOptions) (*SSHTunnel, error)
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
 	}
+	return o
+}
+
+// connectSSH makes one SSH connection to t with o (defaults filled in).
+func connectSSH(ctx context.Context, t SSHTarget, o SSHOptions) (*sshConn, error) {
 	hostKeys, err := knownhosts.New(o.KnownHosts...)
 	if err != nil {
 		return nil, fmt.Errorf("known_hosts: %w", err)
@@ -133,7 +181,7 @@ func DialSSH(ctx context.Context, t SSHTarget, o SSHOptions) (*SSHTunnel, error)
 		return nil, fmt.Errorf("ssh %s@%s: %w", t.User, t.Addr, err)
 	}
 	_ = conn.SetDeadline(time.Time{})
-	return &SSHTunnel{target: t, client: ssh.NewClient(c, chans, reqs)}, nil
+	return newSSHConn(ssh.NewClient(c, chans, reqs)), nil
 }
 
 // verifyHostKey wraps known_hosts checking so that an unknown or changed key
@@ -190,19 +238,67 @@ func authMethods(o SSHOptions) ([]ssh.AuthMethod, func(), error) {
 	return []ssh.AuthMethod{ssh.PublicKeys(signers...)}, closeAgent, nil
 }
 
+// live returns the tunnel's connection, connecting again when the last one
+// ended. Errors: ErrTunnelClosed after Close; DialSSH's.
+func (t *SSHTunnel) live(ctx context.Context) (*sshConn, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, fmt.Errorf("ssh %s@%s: %w", t.target.User, t.target.Addr, ErrTunnelClosed)
+	}
+	if !t.conn.ended() {
+		return t.conn, nil
+	}
+	sc, err := connectSSH(ctx, t.target, t.opts)
+	if err != nil {
+		return nil, fmt.Errorf("reconnect: %w", err)
+	}
+	t.conn = sc
+	return sc, nil
+}
+
 // DialContext opens a channel to addr (host:port as the remote host sees
-// it). It fits http.Transport.DialContext; the network must be tcp.
+// it). It fits http.Transport.DialContext; the network must be tcp. A
+// connection found broken is made again once (host key checked again).
 func (t *SSHTunnel) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	if !strings.HasPrefix(network, "tcp") {
 		return nil, fmt.Errorf("ssh tunnel: network %q: only tcp", network)
 	}
+	sc, err := t.live(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := t.channel(ctx, sc, addr)
+	var refused *ssh.OpenChannelError
+	if err == nil || ctx.Err() != nil || errors.As(err, &refused) {
+		// A refusal is the host's answer (nothing listens there): the
+		// connection is fine.
+		return c, err
+	}
+	// The connection broke under this call; the client notices at once
+	// (its read loop ends), bounded by the handshake timeout.
+	select {
+	case <-sc.dead:
+	case <-ctx.Done():
+		return nil, err
+	case <-time.After(t.opts.Timeout):
+		return nil, err
+	}
+	if sc, err = t.live(ctx); err != nil {
+		return nil, err
+	}
+	return t.channel(ctx, sc, addr)
+}
+
+// channel opens one direct-tcpip channel on sc, bounded by ctx.
+func (t *SSHTunnel) channel(ctx context.Context, sc *sshConn, addr string) (net.Conn, error) {
 	type result struct {
 		c   net.Conn
 		err error
 	}
 	ch := make(chan result, 1)
 	go func() {
-		c, err := t.client.Dial("tcp", addr)
+		c, err := sc.client.Dial("tcp", addr)
 		ch <- result{c, err}
 	}()
 	select {
@@ -221,11 +317,16 @@ func (t *SSHTunnel) DialContext(ctx context.Context, network, addr string) (net.
 	}
 }
 
-// Close ends the SSH connection and every channel through it.
+// Close ends the SSH connection and every channel through it; later dials
+// fail with ErrTunnelClosed.
 func (t *SSHTunnel) Close() error {
-	var err error
-	t.once.Do(func() { err = t.client.Close() })
-	return err
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	return t.conn.client.Close()
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

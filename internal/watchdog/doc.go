@@ -1,6 +1,6 @@
 // Package watchdog is the host agent's self-healing loop: it brings back a
 // service that crashed at three in the morning without anyone waking up, and
-// it never fights a deploy (DESIGN §1a, problem 1).
+// it never fights a deploy (docs/watchdog.md).
 //
 // Every interval W (fleet watchdog.interval, default 60s) a round looks at
 // each service of the host's current published definition: the runtime must

@@ -35,7 +35,8 @@ type Policy struct {
 	BackoffMax time.Duration
 }
 
-// Defaults of a Policy, from the write-up (DESIGN §1a).
+// Defaults of a Policy, from the write-up: a watchdog once a minute that
+// heals after four consecutive failed checks (docs/watchdog.md).
 const (
 	// DefaultInterval is the default W.
 	DefaultInterval = 60 * time.Second
@@ -49,6 +50,18 @@ const (
 // applied.
 func PolicyFrom(w fleet.Watchdog) Policy {
 	return Policy{Interval: w.Interval, FailuresBeforeHeal: w.FailuresBeforeHeal}.WithDefaults()
+}
+
+// Override returns p with interval and failuresBeforeHeal in place of its
+// own where they are not zero (flags over mythex.yml), defaults applied.
+func (p Policy) Override(interval time.Duration, failuresBeforeHeal int) Policy {
+	if interval != 0 {
+		p.Interval = interval
+	}
+	if failuresBeforeHeal != 0 {
+		p.FailuresBeforeHeal = failuresBeforeHeal
+	}
+	return p.WithDefaults()
 }
 
 // WithDefaults returns p with every zero field set to its default. Negative

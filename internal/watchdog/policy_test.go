@@ -102,3 +102,26 @@ func TestExampleConfigs_WatchdogPatience(t *testing.T) {
 		}
 	}
 }
+
+func TestPolicy_Override(t *testing.T) {
+	base := PolicyFrom(fleet.Watchdog{Interval: 30 * time.Second, FailuresBeforeHeal: 3})
+	cases := []struct {
+		name     string
+		interval time.Duration
+		k        int
+		wantW    time.Duration
+		wantK    int
+	}{
+		{"no flags", 0, 0, 30 * time.Second, 3},
+		{"interval", 10 * time.Second, 0, 10 * time.Second, 3},
+		{"failures", 0, 5, 30 * time.Second, 5},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := base.Override(tc.interval, tc.k)
+			if p.Interval != tc.wantW || p.FailuresBeforeHeal != tc.wantK || p.Validate() != nil {
+				t.Errorf("Override = %+v, want W %s K %d, valid", p, tc.wantW, tc.wantK)
+			}
+		})
+	}
+}

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mythex/mythex/internal/definition"
-	"github.com/mythex/mythex/internal/hostlock"
+	"github.com/mythex/mythex/internal/flocks"
 	"github.com/mythex/mythex/internal/runtime"
 )
 
@@ -35,7 +35,7 @@ type Runtime interface {
 }
 
 // Locker is the host lock (*hostlock.Lock). TryLock must not block and must
-// fail with an error wrapping hostlock.ErrHeld, naming the holder, when
+// fail with an error wrapping a *flocks.HeldError, naming the holder, when
 // someone else holds the lock.
 type Locker interface {
 	TryLock(holder string) error
@@ -282,9 +282,12 @@ func (w *Watchdog) runOnce(ctx context.Context) Round {
 	lockedBy := ""
 	if maint == nil {
 		err := w.lock.TryLock(w.holder)
+		var held *flocks.HeldError
 		switch {
-		case errors.Is(err, hostlock.ErrHeld):
-			lockedBy = strings.TrimPrefix(err.Error(), hostlock.ErrHeld.Error()+" by ")
+		case errors.As(err, &held):
+			lockedBy = held.Holder
+		case errors.Is(err, flocks.ErrHeld):
+			lockedBy = err.Error() // held, by someone who did not say
 		case err != nil:
 			return w.finishError(round, "lock", fmt.Errorf("host lock: %w", err))
 		default:

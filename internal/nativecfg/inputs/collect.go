@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -36,7 +37,9 @@ var extensions = map[string]bool{".yaml": true, ".yml": true, ".json": true, ".t
 type Set struct {
 	// Files maps a kind to its files (name → contents), names as given.
 	Files map[string]map[string][]byte
-	// Skipped lists files met in a directory walk that no reader understands.
+	// Skipped lists files met in a directory walk that no reader understands,
+	// and compose definitions written for mythex deploy (judged through the
+	// mythex.yml that fills in their ${MYTHEX_*} timings).
 	Skipped []string
 	// IgnoredObjects counts Kubernetes documents of kinds not judged
 	// (ConfigMaps, ...).
@@ -50,6 +53,15 @@ func Collect(paths []string, stdin io.Reader) (*Set, error) {
 	set := &Set{Files: map[string]map[string][]byte{}}
 	add := func(name string, data []byte, explicit bool) error {
 		k := Detect(name, data)
+		if k == nativecfg.Compose && isMythexDefinition(data) {
+			// Its timings are ${MYTHEX_*} values that mythex.yml fills in: read
+			// alone they are blanks. mythex.yml is what holds them and is judged.
+			if explicit {
+				return fmt.Errorf("%w: %s is the compose definition a mythex.yml deploys (deploy.compose): its timings are ${MYTHEX_*} values taken from that mythex.yml, so check that file instead: mythex check -f mythex.yml (or give its directory)", ErrNotUnderstood, name)
+			}
+			set.Skipped = append(set.Skipped, name)
+			return nil
+		}
 		if k == Unknown {
 			if explicit {
 				return fmt.Errorf("%w: %s: not a file mythex check reads (%s)", ErrNotUnderstood, name, recognisedKinds)
@@ -122,6 +134,15 @@ func Collect(paths []string, stdin io.Reader) (*Set, error) {
 	}
 	return set, nil
 }
+
+// mythexVarRe matches a reference to one of the interpolation variables mythex
+// sets when it resolves a compose definition for a host (${MYTHEX_VERSION},
+// ${MYTHEX_HEALTH_INTERVAL}, ...).
+var mythexVarRe = regexp.MustCompile(`\$\{?MYTHEX_[A-Z0-9_]+`)
+
+// isMythexDefinition tells a compose file written for mythex deploy (it reads
+// mythex's interpolation variables) from one docker compose runs as it is.
+func isMythexDefinition(data []byte) bool { return mythexVarRe.Match(data) }
 
 const recognisedKinds = "recognised: Kubernetes manifests (apiVersion + kind), ECS task definition/service and " +
 	"elbv2 describe-target-groups/-attributes JSON, compose files (services:), Kamal deploy.yml (service: + image:), " +

@@ -2,6 +2,7 @@ package inputs
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,5 +129,47 @@ func TestSubjects_MythexAmongPaths(t *testing.T) {
 	if len(fx) != 2 || fx[0].Loc.Path != "drain.serve_period" || fx[0].To != "63s" ||
 		fx[1].Loc.Path != "backend.stop_grace_period" || fx[1].To != "73s" {
 		t.Errorf("fix %+v, want serve_period ≥ 63s and stop_grace_period ≥ 73s", fx)
+	}
+}
+
+// TestCollect_MythexDefinition: examples/local's compose.yaml takes its timings
+// from mythex.yml (${MYTHEX_*}). Walking the directory judges the fleet
+// configs (mythex.yml, alb.yml) and skips the definition; naming the definition alone is refused with the
+// command that checks it, instead of compose-go's blank-duration errors.
+func TestCollect_MythexDefinition(t *testing.T) {
+	dir := filepath.Join("..", "..", "..", "examples", "local")
+	tests := []struct {
+		name      string
+		paths     []string
+		wantErr   string
+		wantKinds map[string]int
+	}{
+		// mythex.yml and alb.yml, the same fleet through the ELBv2 API
+		{name: "the example's directory", paths: []string{dir}, wantKinds: map[string]int{nativecfg.Mythex: 2}},
+		{name: "the definition alone", paths: []string{filepath.Join(dir, "compose.yaml")}, wantErr: "check that file instead: mythex check -f mythex.yml"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set, err := Collect(tt.paths, strings.NewReader(""))
+			if tt.wantErr != "" {
+				if !errors.Is(err, ErrNotUnderstood) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want ErrNotUnderstood with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]int{}
+			for k, files := range set.Files {
+				got[k] = len(files)
+			}
+			if !maps.Equal(got, tt.wantKinds) || len(set.Skipped) != 1 {
+				t.Fatalf("kinds %v skipped %v, want kinds %v and compose.yaml skipped", got, set.Skipped, tt.wantKinds)
+			}
+			if _, err := set.Subjects(Options{}); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -71,7 +71,10 @@ type Platform struct {
 
 var _ platform.Platform = (*Platform)(nil)
 
-// New returns a Platform; it does not contact the daemon (see Ping).
+// New returns a Platform; it does not contact the daemon (see Ping). mythex
+// passes the client of runtime/docker.Connect (pinged, Engine API 1.41 or
+// later), so both Docker packages reach the engine the same way; without
+// one, New makes an unchecked client from the environment.
 func New(opts Options) (*Platform, error) {
 	if opts.Client == nil {
 		c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())

@@ -16,19 +16,19 @@ import (
 // image.
 type appChecker struct{ f *fakeFly }
 
-func (c appChecker) Check(_ context.Context, url string) publish.Probe {
+func (c appChecker) Check(_ context.Context, url string) publish.HealthResult {
 	c.f.mu.Lock()
 	defer c.f.mu.Unlock()
 	for _, m := range c.f.machines {
 		c.f.advance(m)
 		if !m.destroyed && m.state == "started" && strings.Contains(c.f.image(m), "answers500") {
-			return publish.Probe{Ran: true, Status: 500, Target: url}
+			return publish.HealthResult{Ran: true, Status: 500, Target: url}
 		}
 		if !m.destroyed && m.state == "started" && !c.f.crashes(m) {
-			return publish.Probe{Ran: true, OK: true, Status: 200, Target: url}
+			return publish.HealthResult{Ran: true, OK: true, Status: 200, Target: url}
 		}
 	}
-	return publish.Probe{Ran: true, Status: 502, Target: url}
+	return publish.HealthResult{Ran: true, Status: 502, Target: url}
 }
 
 // gateOnFake publishes image through the Fly client against the fake, the

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/platform"
 	"github.com/mythex/mythex/internal/publish"
 )
@@ -349,43 +348,6 @@ func TestGate_OnFly_SleepingMachineUpdatedNotJudged(t *testing.T) {
 	}
 }
 
-// proxyRouter is the CLI's Fly Proxy router (cmd/mythex flyProxyRouter),
-// here over the test's client: register = uncordon, deregister = cordon.
-type proxyRouter struct {
-	c   *Client
-	app string
-}
-
-func (r proxyRouter) Kind() string { return "fly" }
-func (r proxyRouter) Register(ctx context.Context, t lbport.TargetRef) error {
-	return r.c.Uncordon(ctx, r.app, t.ID)
-}
-func (r proxyRouter) Deregister(ctx context.Context, t lbport.TargetRef) error {
-	return r.c.Cordon(ctx, r.app, t.ID)
-}
-func (r proxyRouter) Describe(ctx context.Context, ts ...lbport.TargetRef) ([]lbport.Target, error) {
-	out := make([]lbport.Target, 0, len(ts))
-	for _, t := range ts {
-		cordoned, state, pass, err := r.c.Routing(ctx, r.app, t.ID)
-		if err != nil {
-			return nil, err
-		}
-		tg := lbport.Target{ID: t.ID, State: lbport.StateInitial}
-		switch {
-		case cordoned:
-			tg.State = lbport.StateUnused
-		case state == platform.StateStarted && pass:
-			tg.State, tg.InRotation = lbport.StateHealthy, true
-		}
-		out = append(out, tg)
-	}
-	return out, nil
-}
-func (r proxyRouter) Settings(context.Context) (lbport.Settings, error) {
-	return lbport.Settings{}, lbport.ErrUnsupported
-}
-func (r proxyRouter) Apply(context.Context, lbport.Settings) error { return lbport.ErrUnsupported }
-
 // TestGate_OnFly_BlueGreenUnroutedUntilJudged: blue-green on Fly creates the
 // new machines with skip_service_registration (Fly Proxy does not route to
 // them), judges them by their Fly checks, and only then uncordons them and
@@ -397,7 +359,7 @@ func TestGate_OnFly_BlueGreenUnroutedUntilJudged(t *testing.T) {
 	c := f.client(t, Options{Clock: f.clock})
 	f.paced = c
 	g, err := publish.NewGate(publish.GateConfig{Platform: c, Store: store, Checker: appChecker{f}, Clock: f.clock, LockDir: lockDir,
-		Router: proxyRouter{c, "api"}, Options: publish.Options{Window: time.Minute}})
+		Router: NewProxyRouter(c, "api"), Options: publish.Options{Window: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,9 +27,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gofrs/flock"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/mythex/mythex/internal/flocks"
 	"github.com/mythex/mythex/internal/platform"
 )
 
@@ -99,7 +99,7 @@ var ErrLocked = errors.New("state dir is owned by another supervisor")
 // opens the state dir).
 type Supervisor struct {
 	opts Options
-	lock *flock.Flock
+	lock *flocks.Lock
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -122,13 +122,12 @@ func New(opts Options) (*Supervisor, error) {
 	if err := os.MkdirAll(filepath.Join(opts.StateDir, "apps"), 0o700); err != nil {
 		return nil, fmt.Errorf("local platform: %w", err)
 	}
-	fl := flock.New(filepath.Join(opts.StateDir, "supervisor.lock"))
-	ok, err := fl.TryLock()
-	if err != nil {
+	fl := flocks.New(filepath.Join(opts.StateDir, "supervisor.lock"), "local platform lock")
+	var held *flocks.HeldError
+	if err := fl.TryLock(fmt.Sprintf("local platform (pid %d)", os.Getpid())); errors.As(err, &held) {
+		return nil, fmt.Errorf("local platform %s: %w (held by %s)", opts.StateDir, ErrLocked, held.Holder)
+	} else if err != nil {
 		return nil, fmt.Errorf("local platform: %w", err)
-	}
-	if !ok {
-		return nil, fmt.Errorf("local platform %s: %w", opts.StateDir, ErrLocked)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Supervisor{opts: opts, lock: fl, ctx: ctx, cancel: cancel, machines: map[string]*machine{}}

@@ -93,3 +93,30 @@ func isModule(path string) bool {
 	}
 	return false
 }
+
+// ImageBinary is the static executable an image of mythex is built from:
+// binary when given (it must be static), else this process's own binary, or
+// — when that is dynamically linked — a static one built from source into
+// dir (StaticBinary, saying so on progress). Errors say which binary and how
+// to get a static one; ErrNotStatic (wrapped) for a dynamically linked one.
+func ImageBinary(ctx context.Context, binary, dir string, progress io.Writer) (string, error) {
+	bin := binary
+	if bin == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return "", fmt.Errorf("cannot find this binary (%v); give one", err)
+		}
+		// This binary may be dynamically linked (cgo on, as `go run` makes
+		// it on most machines): build a static one from source instead.
+		if bin, err = StaticBinary(ctx, self, dir, progress); err != nil {
+			return "", fmt.Errorf("%w; or give a static one", err)
+		}
+	}
+	if err := CheckStatic(bin); err != nil {
+		if errors.Is(err, ErrNotStatic) {
+			return "", fmt.Errorf("%w, or give a static one", err)
+		}
+		return "", err
+	}
+	return bin, nil
+}

@@ -95,6 +95,8 @@ func httpCheck(ctx context.Context, port int, path string) runtime.CheckResult {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, runtime.MaxCheckOutput))
 	return runtime.CheckResult{
+		// 200–399, as a Kubernetes httpGet probe: a redirect is an answer
+		// from a live server.
 		OK:       resp.StatusCode >= 200 && resp.StatusCode < 400,
 		ExitCode: resp.StatusCode,
 		Output:   string(body),

@@ -186,8 +186,9 @@ func NoCheckError(cfg *fleet.Loaded, servers []string) error {
 // HAProxy, after Preflight: the hosts and definitions as for any fleet, the
 // backend as the LB, and load_balancer.listen (HAProxy's frontend) as the
 // address the deploy verifies through. The Report says, among others, which
-// servers have no health check (the caller warns).
-func ForFleet(ctx context.Context, cfg *fleet.Loaded, version, agentToken string) (deploy.Options, haproxy.Report, error) {
+// servers have no health check (the caller warns). agents reaches the
+// hosts' agents (see deploy.ForFleet).
+func ForFleet(ctx context.Context, cfg *fleet.Loaded, version, agentToken string, agents deploy.Connector) (deploy.Options, haproxy.Report, error) {
 	if cfg.LoadBalancer.Kind != fleet.KindHAProxy {
 		return deploy.Options{}, haproxy.Report{}, errors.New("deploylb: not a fleet of kind haproxy")
 	}
@@ -203,7 +204,7 @@ func ForFleet(ctx context.Context, cfg *fleet.Loaded, version, agentToken string
 	// hosts and definitions with that kind, and the LB replaced.
 	asEmbedded := *cfg
 	asEmbedded.LoadBalancer.Kind = fleet.KindEmbedded
-	o, err := deploy.ForFleet(ctx, &asEmbedded, version, agentToken, "")
+	o, err := deploy.ForFleet(ctx, &asEmbedded, version, agentToken, "", agents)
 	if err != nil {
 		return deploy.Options{}, rep, err
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/agentapi"
+	"github.com/mythex/mythex/internal/agentconn"
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/lbport"
@@ -291,7 +292,7 @@ func TestDeploy_LongRequestsHitTheBound(t *testing.T) {
 func TestPreflight_RefusesHealthDrainWithoutCheck(t *testing.T) {
 	r := startRig(t, 2, true)
 	r.cfg.Deploy.DrainMode = fleet.DrainModeHealth
-	_, _, err := deploylb.ForFleet(context.Background(), r.cfg, "v2", "token")
+	_, _, err := deploylb.ForFleet(context.Background(), r.cfg, "v2", "token", agentconn.NewPool(agentconn.Options{}))
 	var fe *fleet.FieldError
 	if !errors.Is(err, deploy.ErrPreflight) || !errors.As(err, &fe) || fe.Field != "deploy.drain_mode" || !strings.Contains(err.Error(), "`check`") {
 		t.Fatalf("%v, want drain_mode health refused for servers without check", err)
@@ -321,7 +322,7 @@ func TestPreflight_SocketErrors(t *testing.T) {
 			l := *r.cfg
 			l.Hosts = append([]fleet.Host(nil), r.cfg.Hosts...)
 			tc.mutate(&l.Config)
-			_, _, err := deploylb.ForFleet(context.Background(), &l, "v2", "token")
+			_, _, err := deploylb.ForFleet(context.Background(), &l, "v2", "token", agentconn.NewPool(agentconn.Options{}))
 			if !errors.Is(err, deploy.ErrPreflight) || (tc.want != nil && !errors.Is(err, tc.want)) || !strings.Contains(err.Error(), tc.says) {
 				t.Fatalf("%v; want ErrPreflight, %v, saying %q", err, tc.want, tc.says)
 			}

@@ -9,7 +9,7 @@ import (
 	"github.com/mythex/mythex/internal/platform"
 )
 
-// judgement is one run of the judge loop: what to look at and how.
+// judgement is one run of the look loop: what to look at and how.
 type judgement struct {
 	app      string
 	release  string
@@ -34,10 +34,10 @@ type judgement struct {
 	before map[string]Prior
 }
 
-// judgeLoop looks at the machines until Judge gives a verdict other than
+// lookLoop looks at the machines until Judge gives a verdict other than
 // pending: the next look comes after the delay the verdict asks for, the last
 // one at the deadline. Only ctx ends it early (with ctx's error).
-func (g *Gate) judgeLoop(ctx context.Context, j judgement) (Verdict, []Look, error) {
+func (g *Gate) lookLoop(ctx context.Context, j judgement) (Verdict, []Look, error) {
 	looks := append([]Look(nil), j.prior...)
 	n := 0
 	if len(looks) > 0 {
@@ -90,11 +90,11 @@ func (g *Gate) look(ctx context.Context, j judgement, n int, addrs map[string]st
 			probe = m.State == platform.StateStarted
 		}
 		if probe && j.health.Path != "" && addrs[id] != "" {
-			ml.Probe = g.checker.Check(ctx, "http://"+addrs[id]+j.health.Path)
+			ml.Health = g.checker.Check(ctx, "http://"+addrs[id]+j.health.Path)
 		} else if err == nil && m.State == platform.StateStarted && len(m.Checks) > 0 && !j.appProbe {
 			// No address of its own (Fly): the platform's own checks of the
 			// machine are its health.
-			ml.Probe = checksProbe(m)
+			ml.Health = checksHealth(m)
 		}
 		l.Machines = append(l.Machines, ml)
 	}
@@ -128,10 +128,10 @@ func classify(err error) ErrKind {
 	}
 }
 
-// checksProbe turns the platform's own checks of m into a probe: OK when
+// checksHealth turns the platform's own checks of m into a probe: OK when
 // every check passes.
-func checksProbe(m platform.Machine) Probe {
-	p := Probe{Ran: true, OK: true, Target: "the platform's checks of machine " + m.ID}
+func checksHealth(m platform.Machine) HealthResult {
+	p := HealthResult{Ran: true, OK: true, Target: "the platform's checks of machine " + m.ID}
 	for _, c := range m.Checks {
 		if c.Status != "passing" {
 			p.OK = false

@@ -1,4 +1,4 @@
-package main
+package deploy
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/history"
 )
 
@@ -19,15 +18,20 @@ type historian interface {
 	AppendHistory(ctx context.Context, r history.Record) error
 }
 
-// recordDeployHistory writes the deploy's record to every host's agent, in
+// RecordHistory writes the deploy's record (HistoryRecords, under a new
+// ID) to every host's agent, in
 // parallel, bounded; a host that cannot be written to is a warning, never a
 // changed result. A deploy refused before it touched anything (preflight,
 // another deploy in progress, bad input) is not recorded.
-func recordDeployHistory(ctx context.Context, hosts []deploy.Host, who string, began time.Time, res deploy.Result, err error, errOut io.Writer) {
-	if errors.Is(err, deploy.ErrPreflight) || errors.Is(err, deploy.ErrInProgress) || len(res.Hosts) == 0 {
+// kind is history.KindDeploy or history.KindRollback.
+func RecordHistory(ctx context.Context, kind string, hosts []Host, who string, began time.Time, res Result, err error, errOut io.Writer) {
+	if errors.Is(err, ErrPreflight) || errors.Is(err, ErrInProgress) || len(res.Hosts) == 0 {
 		return
 	}
-	recs := historyRecords(newDeployID(began), who, began, time.Now(), hosts, res, err)
+	recs := HistoryRecords(NewID(began), who, began, time.Now(), hosts, res, err)
+	for i := range recs {
+		recs[i].Kind = kind
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -48,9 +52,11 @@ func recordDeployHistory(ctx context.Context, hosts []deploy.Host, who string, b
 	wg.Wait()
 }
 
-// historyRecords is the deploy's record as each host saw it (decided here,
-// written by recordDeployHistory).
-func historyRecords(id, who string, began, ended time.Time, hosts []deploy.Host, res deploy.Result, err error) []history.Record {
+// HistoryRecords is the deploy id's record as each of hosts saw it: its
+// result (ok, rolled_back, failed), the host's own (untouched when the
+// deploy never reached it), the versions and phase times. RecordHistory
+// writes them.
+func HistoryRecords(id, who string, began, ended time.Time, hosts []Host, res Result, err error) []history.Record {
 	result := history.ResultOK
 	rolledBack := false
 	for _, h := range res.Hosts {
@@ -67,7 +73,7 @@ func historyRecords(id, who string, began, ended time.Time, hosts []deploy.Host,
 	if err != nil {
 		msg = err.Error()
 	}
-	byHost := map[string]deploy.HostResult{}
+	byHost := map[string]HostResult{}
 	for _, h := range res.Hosts {
 		byHost[h.Host] = h
 	}
@@ -94,9 +100,9 @@ func historyRecords(id, who string, began, ended time.Time, hosts []deploy.Host,
 	return recs
 }
 
-// newDeployID is a deploy's id: when it began and a random suffix, so ids
+// NewID is a deploy's history id: when it began and a random suffix, so ids
 // sort by time and never collide across deployers.
-func newDeployID(began time.Time) string {
+func NewID(began time.Time) string {
 	var b [3]byte
 	_, _ = rand.Read(b[:])
 	return began.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])

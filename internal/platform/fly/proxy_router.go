@@ -1,4 +1,4 @@
-package main
+package fly
 
 import (
 	"context"
@@ -7,33 +7,35 @@ import (
 
 	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/platform"
-	"github.com/mythex/mythex/internal/platform/fly"
 )
 
-// flyProxyRouter is the publish gate's load balancer over Fly Proxy: a
+// ProxyRouter is the publish gate's load balancer over Fly Proxy: a
 // machine created with skip_service_registration is registered by
 // uncordoning it and taken out of routing by cordoning it, as flyctl's
 // blue-green deploy does. In rotation means started, not cordoned, and every
 // check of the machine passing. Fly does not report requests in flight, so a
 // drain waits only for the cordon.
-type flyProxyRouter struct {
-	c   *fly.Client
+type ProxyRouter struct {
+	c   *Client
 	app string
 }
 
-var _ lbport.Driver = flyProxyRouter{}
+// NewProxyRouter is app's Fly Proxy as a load balancer, driven through c.
+func NewProxyRouter(c *Client, app string) ProxyRouter { return ProxyRouter{c: c, app: app} }
+
+var _ lbport.Driver = ProxyRouter{}
 
 // Kind is "fly".
-func (r flyProxyRouter) Kind() string { return "fly" }
+func (r ProxyRouter) Kind() string { return "fly" }
 
 // Register uncordons the machine; the address is not needed (the proxy
 // finds the machine by id).
-func (r flyProxyRouter) Register(ctx context.Context, t lbport.TargetRef) error {
+func (r ProxyRouter) Register(ctx context.Context, t lbport.TargetRef) error {
 	return r.c.Uncordon(ctx, r.app, t.ID)
 }
 
 // Deregister cordons the machine; an unknown machine is not an error.
-func (r flyProxyRouter) Deregister(ctx context.Context, t lbport.TargetRef) error {
+func (r ProxyRouter) Deregister(ctx context.Context, t lbport.TargetRef) error {
 	err := r.c.Cordon(ctx, r.app, t.ID)
 	if errors.Is(err, platform.ErrNotFound) {
 		return nil
@@ -45,7 +47,7 @@ func (r flyProxyRouter) Deregister(ctx context.Context, t lbport.TargetRef) erro
 // cordoned machine still started is draining, a cordoned stopped one or an
 // unknown one unused, an uncordoned one healthy when started with its checks
 // passing and initial otherwise. In flight is 0: Fly does not report it.
-func (r flyProxyRouter) Describe(ctx context.Context, ts ...lbport.TargetRef) ([]lbport.Target, error) {
+func (r ProxyRouter) Describe(ctx context.Context, ts ...lbport.TargetRef) ([]lbport.Target, error) {
 	out := make([]lbport.Target, 0, len(ts))
 	for _, t := range ts {
 		cordoned, state, pass, err := r.c.Routing(ctx, r.app, t.ID)
@@ -70,11 +72,11 @@ func (r flyProxyRouter) Describe(ctx context.Context, ts ...lbport.TargetRef) ([
 }
 
 // Settings cannot be read: Fly checks live in fly.toml.
-func (r flyProxyRouter) Settings(context.Context) (lbport.Settings, error) {
+func (r ProxyRouter) Settings(context.Context) (lbport.Settings, error) {
 	return lbport.Settings{}, fmt.Errorf("fly proxy: %w", lbport.ErrUnsupported)
 }
 
 // Apply cannot change Fly checks: they live in fly.toml.
-func (r flyProxyRouter) Apply(context.Context, lbport.Settings) error {
+func (r ProxyRouter) Apply(context.Context, lbport.Settings) error {
 	return fmt.Errorf("fly proxy: %w", lbport.ErrUnsupported)
 }
