@@ -475,6 +475,9 @@ func judgeFault(ctx context.Context, f *Fleet, o Options, fault *Fault, from, ve
 	if f.RestartTook > 0 {
 		fmt.Fprintf(out, "the load balancer was restarted: its admin API was down for %.2fs\n", f.RestartTook.Seconds())
 	}
+	if n := f.DrainsReapplied.Load(); n > 0 {
+		fmt.Fprintf(out, "HAProxy lost %d drain(s) on the reload; the deploy's next poll set them again\n", n)
+	}
 	limit := 4 * healthyWait(cfg)
 	if fault.Settle != nil {
 		limit = fault.Settle(cfg)

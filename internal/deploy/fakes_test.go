@@ -63,6 +63,9 @@ type fakeAgent struct {
 	unhealthyFor  string // version that starts but fails verify
 	killOnStop    bool
 	loseLeaseOnce bool
+	// stopTakes is how long a stop takes: the services' drain serve period
+	// (modelled time: only for tests run in a synctest bubble).
+	stopTakes time.Duration
 }
 
 func newFakeAgent(name, version string, services []string) *fakeAgent {
@@ -184,6 +187,10 @@ func (a *fakeAgent) Drain(_ context.Context, lease string, _ []string) error {
 }
 
 func (a *fakeAgent) Stop(_ context.Context, lease string) (agentapi.StopReport, error) {
+	a.mu.Lock()
+	takes := a.stopTakes
+	a.mu.Unlock()
+	time.Sleep(takes) // the services serving their drain period (a synctest bubble's clock)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err := a.checkLease(lease); err != nil {
