@@ -4,22 +4,25 @@
 # nothing, the fault's bound (its physical cost), the ratio, and the version the
 # whole fleet settled on. Targets: every run within its bound; degraded-fleet,
 # deployer-kill, agent-kill and lb-restart at 0.
-# Usage: bench/faults.sh [RUNS=3] [RATE=200] [FAULTS="late-crash degraded-fleet deployer-kill lb-restart agent-kill"]
+# Usage: bench/faults.sh [RUNS=3] [RATE=200] [FAULTS="late-crash degraded-fleet deployer-kill lb-restart agent-kill"] [LB=embedded]
+# LB haproxy runs them behind a real HAProxy (the faults that involve the load
+# balancer: FAULTS="degraded-fleet lb-restart").
 # Loopback only; every process it starts is stopped by the demo itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-3}
 RATE=${2:-200}
 FAULTS=${3:-late-crash degraded-fleet deployer-kill lb-restart agent-kill}
+LB=${4:-embedded}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/mythex" ./cmd/mythex
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); load balancer: $LB"
 printf "%-15s %3s %8s %15s %6s %7s %-6s %-11s %s\n" fault run requests reached_nothing bound ratio after rolled_back handled
 for fault in $FAULTS; do
   for run in $(seq 1 "$RUNS"); do
     out="$tmp/$fault-$run.json"
-    "$tmp/mythex" demo --fault "$fault" --rate "$RATE" --json > "$out" 2> "$tmp/$fault-$run.err" || true
+    "$tmp/mythex" demo --lb "$LB" --fault "$fault" --rate "$RATE" --json > "$out" 2> "$tmp/$fault-$run.err" || true
     python3 - "$out" "$fault" "$run" "$tmp/$fault-$run.err" <<'PY'
 import json, sys
 path, fault, run, err = sys.argv[1:5]

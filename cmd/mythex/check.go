@@ -49,9 +49,11 @@ the relation reads, the value at which it would break (or, for a failing one,
 the value that alone would make it hold), all other numbers unchanged.
 
 --live reads the load balancer's target group (kind alb: DescribeTargetGroups and
-DescribeTargetGroupAttributes, credentials from the AWS SDK's default chain),
-evaluates the invariants on the live numbers, and lists every field where the live
-target group differs from the file; it exits 1 on any difference too.
+DescribeTargetGroupAttributes, credentials from the AWS SDK's default chain; kind
+embedded: the admin API at load_balancer.admin_listen, with --lb-token-file or
+$MYTHEX_LB_TOKEN), evaluates the invariants on the live numbers, and lists every
+field where the live target group differs from the file; it exits 1 on any
+difference too.
 
 Exit status: 0 when no invariant fails, 1 when one does, 2 when the config
 cannot be read or is invalid (the error names file, line and field).
@@ -83,6 +85,9 @@ documented default and the output says so.
   # the live ALB target group against the file (examples/local/alb.yml: the local fleet's LB as one)
   mythex check --live -f mythex.yml
   AWS_ACCESS_KEY_ID=AKIAEXAMPLE AWS_SECRET_ACCESS_KEY=secret mythex check --live -f examples/local/alb.yml
+
+  # the local demo's embedded LB against its file (mythex lb running)
+  mythex check --live -f examples/local/mythex.yml
 
   # the local example fleet; in CI, keep the failing invariants for the log
   mythex check -f examples/local/mythex.yml --json | jq '.invariants[] | select(.ok | not)'
@@ -160,7 +165,7 @@ documented default and the output says so.
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "mythex.yml", "fleet config to check")
-	cmd.Flags().BoolVar(&live, "live", false, "read the live load balancer: kind alb, the target group's numbers (checked, and every field that differs from the file); kind haproxy, through its Runtime API, servers without `check` and drift of rise/fall/inter/timeout (with --json: a second JSON document)")
+	cmd.Flags().BoolVar(&live, "live", false, "read the live load balancer: kind alb or embedded, the target group's numbers (checked, and every field that differs from the file); kind haproxy, through its Runtime API, servers without `check` and drift of rise/fall/inter/timeout (with --json: a second JSON document)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verdicts as JSON instead of text")
 	cmd.Flags().StringVar(&lbTokenFile, "lb-token-file", "", "the embedded LB's admin token file, for --live on kind embedded")
 	cmd.Flags().StringVar(&native.format, "format", formatText, "with PATH arguments: text, json, or github (GitHub Actions annotations)")

@@ -79,7 +79,8 @@ for bad flags.`,
   go run ./cmd/mythex demo --deploys 20 --rate 500 --json | jq '{requests, reached_nothing}'
   go run ./cmd/mythex demo --fault late-crash
   go run ./cmd/mythex demo --fault late-crash --report late-crash.html
-  go run ./cmd/mythex demo --fault lb-restart --json | jq '{fault, rolled_back, fleet_version_after, reached_nothing, reached_nothing_bound}'`,
+  go run ./cmd/mythex demo --fault lb-restart --json | jq '{fault, rolled_back, fleet_version_after, reached_nothing, reached_nothing_bound}'
+  go run ./cmd/mythex demo --lb haproxy --fault lb-restart`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.CheckFlags(cmd.Flags().Changed("time-scale"), cmd.Flags().Changed("deploys")); err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/mythex/mythex/internal/auth"
 	"github.com/mythex/mythex/internal/definition"
@@ -142,20 +143,26 @@ nothing was changed.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&f.file, "file", "f", "mythex.yml", "fleet config")
+	f.addCommonFlags(fl)
 	fl.StringVar(&f.version, "version", "", "version to deploy (required): reaches the services as MYTHEX_VERSION")
-	fl.BoolVar(&f.asJSON, "json", false, "print one JSON event per line, then the result")
-	fl.StringVar(&f.agentTokenFile, "agent-token-file", "", "file holding the agents' token (default $"+agentTokenEnv+")")
-	fl.StringVar(&f.lbTokenFile, "lb-token-file", "", "file holding the load balancer's admin token")
 	fl.StringVar(&f.holder, "holder", "", "who deploys, shown in leases (default: deploy V by $USER)")
 	fl.StringSliceVar(&f.targetServices, "target-service", nil, "services the load balancer routes to, flipped to 503 in health drain mode (default deploy.target_services of mythex.yml)")
-	fl.BoolVar(&f.allowDowntime, "allow-downtime", false, "deploy even when a batch takes every host out of rotation (a single host, or deploy.batch_size ≥ hosts)")
 	fl.StringVar(&f.report, "report", "", "write an HTML report of the deploy to this file (self-contained, opens offline)")
 	fl.StringVar(&f.measureURL, "measure", "", "probe this URL through the deploy and count the requests that reached nothing (e.g. the load balancer's listener)")
 	fl.Float64Var(&f.rate, "rate", 200, "with --measure: requests per second")
-	fl.BoolVar(&f.insecurePlaintext, "insecure-plaintext", false, "allow plain HTTP to agents beyond loopback (the token crosses the network in clear; prefer hosts[].ssh or agent_tls)")
 	_ = cmd.MarkFlagRequired("version")
 	return cmd
+}
+
+// addCommonFlags adds the flags deploy and rollback share: the fleet, the
+// output, the tokens, the transport and the capacity override.
+func (f *deployFlags) addCommonFlags(fl *pflag.FlagSet) {
+	fl.StringVarP(&f.file, "file", "f", "mythex.yml", "fleet config")
+	fl.BoolVar(&f.asJSON, "json", false, "print one JSON event per line, then the result")
+	fl.StringVar(&f.agentTokenFile, "agent-token-file", "", "file holding the agents' token (default $"+agentTokenEnv+")")
+	fl.StringVar(&f.lbTokenFile, "lb-token-file", "", "file holding the load balancer's admin token")
+	fl.BoolVar(&f.allowDowntime, "allow-downtime", false, "go on even when a batch takes every host out of rotation (a single host, or deploy.batch_size ≥ hosts)")
+	fl.BoolVar(&f.insecurePlaintext, "insecure-plaintext", false, "allow plain HTTP to agents beyond loopback (the token crosses the network in clear; prefer hosts[].ssh or agent_tls)")
 }
 
 // deployExit maps a deploy's outcome to mythex's exit codes.

@@ -51,7 +51,7 @@ func openLB(ctx context.Context, cfg *fleet.Loaded, tokenFile string) (lbport.Dr
 func lbExit(err error) error {
 	switch {
 	case errors.Is(err, lbport.ErrUnauthorized), errors.Is(err, lbport.ErrTargetGroupNotFound),
-		errors.Is(err, lbport.ErrInvalidTarget), errors.Is(err, lbport.ErrUnsupported),
+		errors.Is(err, lbport.ErrInvalidTarget), errors.Is(err, lbport.ErrUnsupported), errors.Is(err, lbport.ErrInvalidSettings),
 		errors.Is(err, alb.ErrConfig), errors.Is(err, fleet.ErrInvalid):
 		return withCode(exitBadUse, err)
 	}
@@ -74,7 +74,7 @@ func runCheckLive(cmd *cobra.Command, file, tokenFile string, asJSON bool) error
 	}
 	live, err := d.Settings(ctx)
 	if errors.Is(err, lbport.ErrUnsupported) {
-		return usagef("check --live reads a target group through its API (kind alb); the %s load balancer cannot report its settings. For the embedded LB, point a kind alb config (endpoint: its admin address) at its ELBv2 endpoint", l.LoadBalancer.Kind)
+		return usagef("check --live reads a target group through its API (kind alb or embedded); the %s load balancer cannot report its settings", l.LoadBalancer.Kind)
 	}
 	if err != nil {
 		return lbExit(fmt.Errorf("read the live target group: %w", err))
@@ -120,9 +120,10 @@ nothing changed), then reads the live settings and changes only what differs.
 --dry-run lists the changes and makes none.
 
 Kind alb: target_group_arn, region and endpoint from mythex.yml, credentials from
-the AWS SDK's default chain (docs/alb.md lists the IAM actions). The embedded LB
-(kind embedded) is configured by its own mythex.yml at start: apply refuses it;
-point a kind alb config at its ELBv2 endpoint instead.
+the AWS SDK's default chain (docs/alb.md lists the IAM actions). Kind embedded: the
+admin API at load_balancer.admin_listen (PUT /v1/settings), with --token-file or
+$MYTHEX_LB_TOKEN; the settings last until the LB restarts and reads its own
+mythex.yml again.
 
 Exit status: 0 applied (or nothing to change), 1 the load balancer failed the
 call, 2 bad input or refused credentials (nothing changed).`,
@@ -132,6 +133,9 @@ call, 2 bad input or refused credentials (nothing changed).`,
 
   # what would change
   mythex lb apply -f mythex.yml --dry-run
+
+  # the local demo's embedded LB (mythex lb -f examples/local/mythex.yml running)
+  mythex lb apply -f examples/local/mythex.yml --dry-run
 
   # apply, for a CI log
   mythex lb apply -f mythex.yml --json`,
@@ -153,7 +157,7 @@ call, 2 bad input or refused credentials (nothing changed).`,
 			}
 			live, err := d.Settings(ctx)
 			if errors.Is(err, lbport.ErrUnsupported) {
-				return usagef("lb apply changes a target group through its API (kind alb); the %s load balancer takes its settings from its own mythex.yml at start", l.LoadBalancer.Kind)
+				return usagef("lb apply changes a target group through its API (kind alb or embedded); the %s load balancer's settings cannot be changed through it", l.LoadBalancer.Kind)
 			}
 			if err != nil {
 				return lbExit(fmt.Errorf("read the live target group: %w", err))

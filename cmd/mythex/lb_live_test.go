@@ -244,3 +244,82 @@ func TestAWSCLI_DrivesTheEmbeddedLB(t *testing.T) {
 		t.Fatalf("describe-target-group-attributes: %s", out)
 	}
 }
+
+// embeddedConfig is a kind embedded mythex.yml whose admin API is at admin
+// (host:port), with the numbers of liveSettings.
+func embeddedConfig(t *testing.T, admin string) string {
+	t.Helper()
+	yml := fmt.Sprintf(`hosts:
+  - {name: web-1, target: 127.0.0.1:9101}
+  - {name: web-2, target: 127.0.0.1:9102}
+load_balancer:
+  kind: embedded
+  listen: 127.0.0.1:9080
+  admin_listen: %s
+  health_check: {path: /healthz, interval: 5s, timeout: 2s, healthy_threshold: 2, unhealthy_threshold: 2}
+  deregistration_delay: 30s
+  idle_timeout: 60s
+drain: {serve_period: 15s, shutdown_timeout: 10s}
+backend: {keepalive_idle_timeout: 75s, stop_grace_period: 30s}
+`, admin)
+	p := filepath.Join(t.TempDir(), "mythex.yml")
+	if err := os.WriteFile(p, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// check --live and lb apply on kind embedded: the same drift, the same apply,
+// through the embedded LB's admin API; a wrong token is exit 2 and changes
+// nothing.
+func TestCheckLive_EmbeddedDriftAndApply(t *testing.T) {
+	t.Parallel() // its own LB, processes and directories
+	if testing.Short() {
+		t.Skip("builds and runs the mythex binary")
+	}
+	st := newALBStand(t, liveSettings(), 0) // its admin listener is the embedded LB's admin API too
+	cfg := embeddedConfig(t, strings.TrimPrefix(st.endpoint, "http://"))
+	tokFile := filepath.Join(t.TempDir(), "lb.token")
+	if err := os.WriteFile(tokFile, []byte("tok\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := append(albEnv(standKey), "MYTHEX_LB_TOKEN=tok")
+
+	if out, code := runMythexEnv(t, env, "check", "--live", "-f", cfg); code != 0 || !strings.Contains(out, "the embedded load balancer matches mythex.yml") {
+		t.Fatalf("check --live on a matching embedded LB: exit %d\n%s", code, out)
+	}
+	drifted := liveSettings()
+	drifted.HealthCheckInterval = 30 * time.Second
+	drifted.Algorithm = lb.LeastOutstandingRequests
+	if err := st.srv.Group.Modify(drifted); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runMythexEnv(t, env, "check", "--live", "--lb-token-file", tokFile, "-f", cfg)
+	if code != 1 || !strings.Contains(out, "load_balancer.health_check.interval  file 5s") || !strings.Contains(out, "load_balancer.algorithm") {
+		t.Fatalf("check --live on a drifted embedded LB: exit %d, want 1 listing interval and algorithm\n%s", code, out)
+	}
+	if out, code := runMythexEnv(t, albEnv(standKey), "lb", "apply", "--token-file", writeFile(t, "wrong"), "-f", cfg); code != 2 || !strings.Contains(out, "refused the credentials") {
+		t.Fatalf("lb apply with a wrong token: exit %d, want 2\n%s", code, out)
+	}
+	if st.srv.Group.Settings() != drifted {
+		t.Fatal("lb apply with a wrong token changed the LB")
+	}
+	if out, code = runMythexEnv(t, env, "lb", "apply", "-f", cfg); code != 0 || !strings.Contains(out, "changed 2") {
+		t.Fatalf("lb apply: exit %d\n%s", code, out)
+	}
+	if s := st.srv.Group.Settings(); s != liveSettings() {
+		t.Fatalf("after apply: %+v, want %+v", s, liveSettings())
+	}
+	if out, code := runMythexEnv(t, env, "check", "--live", "-f", cfg); code != 0 {
+		t.Fatalf("check --live after apply: exit %d\n%s", code, out)
+	}
+}
+
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -62,13 +62,8 @@ SSH host key, or another deploy in progress — nothing was changed.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&f.file, "file", "f", "mythex.yml", "fleet config")
+	f.addCommonFlags(fl)
 	fl.StringVar(&f.version, "to", "", "the version to return to; every host must still keep it (default: the fleet's last good version)")
-	fl.BoolVar(&f.asJSON, "json", false, "print one JSON event per line, then the result")
-	fl.StringVar(&f.agentTokenFile, "agent-token-file", "", "file holding the agents' token (default $"+agentTokenEnv+")")
-	fl.StringVar(&f.lbTokenFile, "lb-token-file", "", "file holding the load balancer's admin token")
 	fl.StringVar(&f.holder, "holder", "", "who rolls back, shown in leases and history (default: rollback to V by $USER)")
-	fl.BoolVar(&f.allowDowntime, "allow-downtime", false, "roll back even when a batch takes every host out of rotation")
-	fl.BoolVar(&f.insecurePlaintext, "insecure-plaintext", false, "allow plain HTTP to agents beyond loopback (the token crosses the network in clear)")
 	return cmd
 }

@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/stopsignal"
 )
 
 // Exit codes shared by every subcommand.
@@ -87,8 +86,9 @@ measures a deploy by the requests that reached nothing.`,
 // run executes the CLI with args and returns the process exit code. Errors are
 // mapped to exit codes here, at one boundary.
 func run(args []string) int {
-	// SIGPIPE too: `mythex demo | head` must still stop what it started.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE)
+	// SIGPIPE too when the output is gone: `mythex demo | head` must still
+	// stop what it started (but an agent's client hanging up must not).
+	ctx, stop := stopsignal.NotifyContext(context.Background())
 	defer stop()
 	root := newRootCmd()
 	root.SetArgs(args)

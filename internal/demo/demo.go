@@ -171,6 +171,24 @@ func (s Summary) OK() bool {
 	return len(s.Deploys) > 0 && s.ReachedNothing == 0
 }
 
+// SuiteCheckTimeout is the LB's health check timeout the end-to-end tests
+// use: the after profile's 2s scaled by 0.1 is 0.2s, too short for a
+// race-enabled suite on two busy cores; 0.4s keeps every invariant at that
+// scale (drain 1.5s > 2 × 0.5s + 0.4s).
+const SuiteCheckTimeout = 400 * time.Millisecond
+
+// SuiteConfig is the fleet config of end-to-end tests: the after profile
+// scaled by scale (0.1: ten times faster than the write-up's numbers) with
+// the health check timeout SuiteCheckTimeout.
+func SuiteConfig(scale float64) (fleet.Config, error) {
+	cfg, err := ProfileConfig(ProfileAfter, scale)
+	if err != nil {
+		return fleet.Config{}, err
+	}
+	cfg.LoadBalancer.HealthCheck.Timeout = SuiteCheckTimeout
+	return cfg, nil
+}
+
 // ProfileConfig returns the profile's fleet config, scaled by scale.
 func ProfileConfig(profile string, scale float64) (fleet.Config, error) {
 	var src []byte
@@ -474,6 +492,9 @@ func judgeFault(ctx context.Context, f *Fleet, o Options, fault *Fault, from, ve
 	}
 	if f.RestartTook > 0 {
 		fmt.Fprintf(out, "the load balancer was restarted: its admin API was down for %.2fs\n", f.RestartTook.Seconds())
+	}
+	if n := f.DrainsReapplied.Load(); n > 0 {
+		fmt.Fprintf(out, "HAProxy lost %d drain(s) on the reload; the deploy's next poll set them again\n", n)
 	}
 	limit := 4 * healthyWait(cfg)
 	if fault.Settle != nil {

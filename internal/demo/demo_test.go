@@ -38,10 +38,8 @@ func TestMain(m *testing.M) {
 // 0.5s, a 1.5s drain.
 const testScale = 0.1
 
-// testCheckTimeout is the LB's health check timeout in tests: 0.2s scaled
-// is too short for a machine running the race-enabled suite on 2 cores; 0.4s
-// keeps every invariant (drain 1.5s > 2 × 0.5s + 0.4s).
-const testCheckTimeout = 400 * time.Millisecond
+// testCheckTimeout is the LB's health check timeout in tests.
+const testCheckTimeout = SuiteCheckTimeout
 
 // testProbeTimeout is the prober's per-request timeout in tests. The tests
 // run their fleets at once (each owns its ports and directories), on a

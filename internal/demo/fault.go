@@ -108,21 +108,29 @@ func init() {
 	})
 	register(Fault{
 		Name: "degraded-fleet",
-		What: "before the deploy, web-2 … web-N are deregistered at the load balancer: web-1 is the only target in rotation",
+		What: "before the deploy, web-2 … web-N are deregistered at the load balancer (behind HAProxy: set to drain): web-1 is the only target in rotation",
 		Expect: "the live capacity check refuses to drain web-1, naming the hosts that are out; the deploy fails with nothing changed; " +
 			"the operator's targets are registered again afterwards",
 		Before: func(ctx context.Context, f *Fleet) error {
-			for _, h := range f.Loaded.Hosts[1:] {
-				if _, err := f.lbClient().Deregister(ctx, h.Name); err != nil {
-					return fmt.Errorf("deregister %s: %w", h.Name, err)
+			d, err := f.lbDriver()
+			if err != nil {
+				return err
+			}
+			for i := 1; i < len(f.Loaded.Hosts); i++ {
+				if err := d.Deregister(ctx, f.lbRef(i)); err != nil {
+					return fmt.Errorf("deregister %s: %w", f.Loaded.Hosts[i].Name, err)
 				}
 			}
 			return nil
 		},
 		After: func(ctx context.Context, f *Fleet) error {
-			for _, h := range f.Loaded.Hosts[1:] {
-				if _, err := f.lbClient().Register(ctx, h.Name, h.Target); err != nil {
-					return fmt.Errorf("register %s again: %w", h.Name, err)
+			d, err := f.lbDriver()
+			if err != nil {
+				return err
+			}
+			for i := 1; i < len(f.Loaded.Hosts); i++ {
+				if err := d.Register(ctx, f.lbRef(i)); err != nil {
+					return fmt.Errorf("register %s again: %w", f.Loaded.Hosts[i].Name, err)
 				}
 			}
 			return nil
@@ -142,13 +150,21 @@ func init() {
 	})
 	register(Fault{
 		Name: "lb-restart",
-		What: "the load balancer restarts as web-2 goes back into rotation: its admin API refuses connections for the restart, its listener is handed over " +
-			"(as HAProxy's seamless reload) and its targets are restored",
-		Expect: "calls to the admin API are retried (bounded) and the deploy completes on every host",
+		What: "the load balancer restarts mid-deploy. The embedded LB, as web-2 goes back into rotation: its admin API refuses connections for the restart, " +
+			"its listener is handed over (as HAProxy's seamless reload) and its targets are restored. HAProxy (--lb haproxy), as web-2 begins to drain: " +
+			"a soft reload (haproxy -sf, as systemctl reload) whose new process starts from haproxy.cfg, so web-2's drain is lost",
+		Expect: "calls to the load balancer's API are retried (bounded); behind HAProxy a drain the reload lost is set again at the deploy's next poll " +
+			"while it waits for the drain, and after that web-2's failing health check (drain_mode both) takes it out; the deploy completes on every host",
 		During: func(ctx context.Context, f *Fleet, e deploy.Event) {
-			// While the deployer registers web-2 and polls the LB for its
-			// health: its calls meet the restart.
-			if e.Host == f.Loaded.Hosts[min(1, len(f.Loaded.Hosts)-1)].Name && e.Phase == deploy.PhaseHealthy && e.Kind == deploy.EventBegin {
+			victim := f.Loaded.Hosts[min(1, len(f.Loaded.Hosts)-1)].Name
+			// The embedded LB: while the deployer registers web-2 and polls
+			// the LB for its health, its calls meet the restart. HAProxy:
+			// while web-2 drains, so the reload forgets the drain.
+			at := deploy.PhaseHealthy
+			if f.haproxy != nil {
+				at = deploy.PhaseDrain
+			}
+			if e.Host == victim && e.Phase == at && e.Kind == deploy.EventBegin {
 				go f.restartLBOnce(ctx)
 			}
 		},

@@ -95,3 +95,84 @@ func TestDemo_Faults(t *testing.T) {
 		})
 	}
 }
+
+// The faults that involve the load balancer (issue 11's matrix), behind a
+// real HAProxy, one after the other on one fleet: lb-restart (HAProxy
+// soft-reloaded as web-2 begins to drain, which loses its drain: set again
+// at the deploy's next poll if the drain wait is still on, else web-2's
+// failing health check takes it out; the deploy completes) and
+// degraded-fleet (web-2 set to drain by an operator: the deploy is
+// refused, nothing changes). Each reports the same
+// fields as behind the embedded LB, and no more requests reach nothing than
+// the fault's bound.
+func TestDemo_FaultsBehindHAProxy(t *testing.T) {
+	needHAProxy(t)
+	t.Parallel()
+	bin := mythexBin(t)
+	cfg, err := ProfileConfig(ProfileAfter, testScale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
+	cfg.Drain.ServePeriod = 2500 * time.Millisecond
+	cfg.Backend.StopGracePeriod = 4 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: 2, Exe: bin, Dir: t.TempDir(), LB: LBHAProxy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Close(); err != nil {
+			t.Errorf("close fleet: %v", err)
+		}
+	})
+	if _, err := f.Deploy(ctx, "v1", nil, nil); err != nil {
+		t.Fatalf("first rollout behind HAProxy: %v", err)
+	}
+	// lb-restart first: the fleet restarts its load balancer once, and every
+	// fault's judge waits for that restart (sync.Once) before it reads.
+	cases := []struct {
+		fault, from, to, want string
+		reached               []string
+	}{
+		{"lb-restart", "v1", "v2", "v2", []string{"web-1", "web-2"}},
+		{"degraded-fleet", "v2", "v3", "v2", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.fault, func(t *testing.T) {
+			begin := time.Now()
+			fault := Faults[tc.fault]
+			rep, err := deployUnderLoad(ctx, f, Options{Rate: 100, Exe: bin}, tc.from, tc.to, &fault)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fr := rep.Fault
+			t.Logf("%s behind HAProxy in %.1fs (drains lost and set again so far: %d): %+v", tc.fault, time.Since(begin).Seconds(), f.DrainsReapplied.Load(), fr)
+			if fr == nil || fr.Fault != tc.fault {
+				t.Fatalf("fault report = %+v", fr)
+			}
+			if fr.FleetVersionAfter != tc.want || fr.WantVersion != tc.want {
+				t.Errorf("fleet after = %q (%s), want every host on %s", fr.FleetVersionAfter, fr.Unsettled, tc.want)
+			}
+			if fr.ReachedNothing > fr.ReachedNothingBound {
+				t.Errorf("%d requests reached nothing, bound %d (probe %+v)", fr.ReachedNothing, fr.ReachedNothingBound, rep.Probe)
+			}
+			if !slices.Equal(fr.HostsReached, tc.reached) {
+				t.Errorf("the new version reached %v, want %v", fr.HostsReached, tc.reached)
+			}
+			if fr.RolledBack {
+				t.Error("reported rolled back")
+			}
+			if rep.OK != Faults[tc.fault].DeployOK {
+				t.Errorf("deploy ok = %v (%s), want %v", rep.OK, rep.Error, Faults[tc.fault].DeployOK)
+			}
+			if rep.Probe.Requests < 100 {
+				t.Errorf("only %d requests were sent", rep.Probe.Requests)
+			}
+		})
+	}
+	if f.RestartTook == 0 || f.RestartErr != nil {
+		t.Errorf("lb-restart: HAProxy reloaded in %v, err %v; want one reload", f.RestartTook, f.RestartErr)
+	}
+}

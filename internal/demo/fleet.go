@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -36,6 +37,7 @@ import (
 	"github.com/mythex/mythex/internal/lb"
 	"github.com/mythex/mythex/internal/lbapi"
 	"github.com/mythex/mythex/internal/lbport/fleetlb"
+	"github.com/mythex/mythex/internal/lbport/haproxy/deploylb"
 	"github.com/mythex/mythex/internal/lbport/haproxy/local"
 )
 
@@ -123,6 +125,9 @@ type Fleet struct {
 	// RestartTook is how long the admin API was down for it.
 	RestartErr  error
 	RestartTook time.Duration
+	// DrainsReapplied counts the drains HAProxy lost (a reload) that the
+	// deploys' driver found and set again.
+	DrainsReapplied atomic.Int64
 }
 
 // StartFleet writes the fleet's config, starts the load balancer and one agent
@@ -332,11 +337,18 @@ func (f *Fleet) serveLB(targets []lb.TargetStatus, wait bool) error {
 // restartLBOnce restarts the load balancer once (the lb-restart fault): the
 // running generation shuts down — its admin API now refuses connections,
 // its in-flight requests finish — and a new one starts with the same
-// targets, serving the same listening socket. Later calls do nothing.
-func (f *Fleet) restartLBOnce(context.Context) {
+// targets, serving the same listening socket. HAProxy is reloaded instead
+// (local.HAProxy.Reload: a new process from haproxy.cfg, every server's
+// runtime state reset). Later calls do nothing.
+func (f *Fleet) restartLBOnce(ctx context.Context) {
 	f.restartOnce.Do(func() {
 		begin := time.Now()
 		defer func() { f.RestartTook = time.Since(begin) }()
+		if f.haproxy != nil {
+			// HAProxy's own restart: a soft reload.
+			f.RestartErr = f.haproxy.Reload(ctx)
+			return
+		}
 		f.lbMu.Lock()
 		old, cancel, done := f.LB, f.lbCancel, f.lbDone
 		f.lbMu.Unlock()
@@ -459,6 +471,9 @@ func (f *Fleet) Deploy(ctx context.Context, version string, vars map[string]stri
 		if c, ok := d.(interface{ Calls() int64 }); ok {
 			defer func() { f.LBCalls = c.Calls() }()
 		}
+	}
+	if hl, ok := o.LB.(deploylb.LB); ok {
+		defer func() { f.DrainsReapplied.Add(hl.Driver.Reapplied()) }()
 	}
 	o.Holder = "mythex demo " + version
 	o.Observer = obs

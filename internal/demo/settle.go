@@ -38,7 +38,10 @@ func (f *Fleet) Settle(ctx context.Context, limit time.Duration) (string, string
 
 func (f *Fleet) finalState(ctx context.Context) (string, string) {
 	version := ""
-	lbc := f.lbClient()
+	lbd, err := f.lbDriver()
+	if err != nil {
+		return "", fmt.Sprintf("load balancer: %v", err)
+	}
 	for i, h := range f.Loaded.Hosts {
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		st, err := f.Agent(i).Status(sctx)
@@ -65,7 +68,7 @@ func (f *Fleet) finalState(ctx context.Context) (string, string) {
 			return "", fmt.Sprintf("%s: agent does not verify %s (%v)", h.Name, version, err)
 		}
 		sctx, cancel = context.WithTimeout(ctx, 5*time.Second)
-		t, err := lbc.Target(sctx, h.Name)
+		t, err := lbport.Describe1(sctx, lbd, f.lbRef(i))
 		cancel()
 		if err != nil {
 			return "", fmt.Sprintf("%s: load balancer: %v", h.Name, err)

@@ -68,17 +68,14 @@ func decideCapacity(reads []targetRead, batch []string, required int) capacityVe
 	return v
 }
 
-// readTargets asks the LB about every host, in one Describe call.
+// readTargets asks the LB about every host, in the deploy's next poll.
 func (d *Deployer) readTargets(ctx context.Context) []targetRead {
 	reads := make([]targetRead, 0, len(d.o.Hosts))
 	refs := make([]lbport.TargetRef, 0, len(d.o.Hosts))
 	for _, h := range d.o.Hosts {
 		refs = append(refs, ref(h))
 	}
-	ts, err := d.lb.Describe(ctx, refs...)
-	if err == nil && len(ts) != len(refs) {
-		err = &lbport.UnexpectedError{Op: "describe", Detail: fmt.Sprintf("asked for %d targets, got %d", len(refs), len(ts))}
-	}
+	ts, err := d.poller.Read(ctx, refs...)
 	for i, h := range d.o.Hosts {
 		r := targetRead{Host: h.Name, Err: err}
 		if err == nil {

@@ -422,12 +422,19 @@ func (d *Deployer) preflight(ctx context.Context) ([]*hostState, error) {
 		if h.Local {
 			bad = append(bad, localProblems(pctx, h, s.Runtime, d.o.ImageExists, ports)...)
 		}
-		if t, err := call(d, pctx, h.Name, PhaseLease, "load balancer target", func(ctx context.Context) (lbport.Target, error) {
-			return d.lb.Target(ctx, h)
-		}); err != nil {
-			probs = append(probs, fmt.Sprintf("load balancer (target %s): %v", h.Name, err))
-		} else {
-			d.sawTarget(h.Name, "", t)
+	}
+	// Every target in one Describe call.
+	refs := make([]lbport.TargetRef, len(d.o.Hosts))
+	for i, h := range d.o.Hosts {
+		refs[i] = ref(h)
+	}
+	if ts, err := call(d, pctx, "", PhaseLease, "load balancer targets", func(ctx context.Context) ([]lbport.Target, error) {
+		return d.poller.Read(ctx, refs...)
+	}); err != nil {
+		probs = append(probs, fmt.Sprintf("load balancer: %v", err))
+	} else {
+		for i, h := range d.o.Hosts {
+			d.sawTarget(h.Name, "", ts[i])
 		}
 	}
 	if len(bad) > 0 {
@@ -536,10 +543,17 @@ func (d *Deployer) capacity(ctx context.Context, batch []string) error {
 // still up, verified by the agent, healthy and in rotation at the LB.
 func (d *Deployer) recheck(ctx context.Context, moved []*hostState) error {
 	begin := d.clock.Now()
+	// All at once: their LB reads join one poll.
+	errs := make([]error, len(moved))
+	var wg sync.WaitGroup
+	for i, st := range moved {
+		wg.Go(func() { errs[i] = d.lookAgain(ctx, st, d.o.Version) })
+	}
+	wg.Wait()
 	var probs []string
-	for _, st := range moved {
-		if err := d.lookAgain(ctx, st, d.o.Version); err != nil {
-			probs = append(probs, fmt.Sprintf("host %s: %v", st.h.Name, err))
+	for i, err := range errs {
+		if err != nil {
+			probs = append(probs, fmt.Sprintf("host %s: %v", moved[i].h.Name, err))
 		}
 	}
 	if len(probs) > 0 {
@@ -558,20 +572,26 @@ func (d *Deployer) recheck(ctx context.Context, moved []*hostState) error {
 func (d *Deployer) sweep(ctx context.Context, moved []*hostState) error {
 	begin := d.clock.Now()
 	d.emit("", PhaseSweep, EventBegin, 0, "")
-	var probs []string
-	for _, st := range d.states {
-		var err error
-		if slices.Contains(moved, st) {
-			err = d.lookAgain(ctx, st, d.o.Version)
-		} else {
-			// Already on the version (publish changed nothing): verify it.
-			err = d.verifyAgent(ctx, st.h, d.o.Version)
-			if err == nil {
-				_, err = d.waitTarget(ctx, st.h, PhaseSweep, healthyTimeout(d.o.Config), lbport.InService)
+	// Every host at once: their LB reads join one poll.
+	errs := make([]error, len(d.states))
+	var wg sync.WaitGroup
+	for i, st := range d.states {
+		wg.Go(func() {
+			if slices.Contains(moved, st) {
+				errs[i] = d.lookAgain(ctx, st, d.o.Version)
+				return
 			}
-		}
+			// Already on the version (publish changed nothing): verify it.
+			if errs[i] = d.verifyAgent(ctx, st.h, d.o.Version); errs[i] == nil {
+				_, errs[i] = d.waitTarget(ctx, st.h, PhaseSweep, healthyTimeout(d.o.Config), lbport.InService)
+			}
+		})
+	}
+	wg.Wait()
+	var probs []string
+	for i, err := range errs {
 		if err != nil {
-			probs = append(probs, fmt.Sprintf("host %s: %v", st.h.Name, err))
+			probs = append(probs, fmt.Sprintf("host %s: %v", d.states[i].h.Name, err))
 		}
 	}
 	if len(probs) == 0 {

@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/mythex/mythex/internal/lbport"
 )
@@ -18,14 +19,13 @@ import (
 // draining themselves (an ALB, mythex lb) are only waited for.
 func (d *Deployer) waitDrained(ctx context.Context, st *hostState, p Phase) (lbport.Target, error) {
 	cfg := d.o.Config
-	idle := lbport.OutOfRotation
 	cutter, ok := d.o.LB.(lbport.SessionCutter)
 	bound := cfg.LoadBalancer.DeregistrationDelay
 	if !ok || !st.deregistered || bound >= cfg.Drain.Max {
-		return d.waitTarget(ctx, st.h, p, cfg.Drain.Max, idle)
+		return d.waitOut(ctx, st.h, p, cfg.Drain.Max)
 	}
 	begin := d.clock.Now()
-	t, err := d.waitTarget(ctx, st.h, p, bound, idle)
+	t, err := d.waitOut(ctx, st.h, p, bound)
 	if err == nil || ctx.Err() != nil {
 		return t, err
 	}
@@ -37,5 +37,39 @@ func (d *Deployer) waitDrained(ctx context.Context, st *hostState, p Phase) (lbp
 			"%d requests still in flight at load_balancer.deregistration_delay (%v): the load balancer has no deregistration timer, so mythex shut down its sessions to %s; those requests failed",
 			t.InFlight, bound, st.h.Name))
 	}
-	return d.waitTarget(ctx, st.h, p, cfg.Drain.Max-d.clock.Since(begin), idle)
+	return d.waitOut(ctx, st.h, p, cfg.Drain.Max-d.clock.Since(begin))
+}
+
+// waitOut waits, at most limit, until the load balancer reports h's target
+// out of rotation and idle. Once it reports the target unused, what is left
+// of the propagation grace is waited on the clock, not in polls that could
+// only say "draining", and one last poll confirms it.
+func (d *Deployer) waitOut(ctx context.Context, h Host, p Phase, limit time.Duration) (lbport.Target, error) {
+	r := ref(h)
+	begin := d.clock.Now()
+	t, err := d.waitTarget(ctx, h, p, limit, func(t lbport.Target) bool {
+		return lbport.OutOfRotation(t) || d.lb.graceLeft(r) > 0
+	})
+	left := d.lb.graceLeft(r)
+	if err != nil || left == 0 {
+		return t, err
+	}
+	done := d.whileWaiting(ctx, h.Name, p, func(context.Context) string {
+		return fmt.Sprintf("the load balancer reports it unused; propagation grace (load_balancer.propagation_margin) %v left",
+			d.lb.graceLeft(r).Round(100*time.Millisecond))
+	})
+	rest := limit - d.clock.Since(begin)
+	select {
+	case <-ctx.Done():
+	case <-d.clock.After(min(left, rest)):
+	}
+	done()
+	switch {
+	case ctx.Err() != nil:
+		return t, context.Cause(ctx)
+	case left > rest:
+		return t, fmt.Errorf("not within %v; the load balancer reports it unused, but the propagation grace (load_balancer.propagation_margin %v) outlasts the bound",
+			limit.Round(time.Millisecond), d.o.Config.LoadBalancer.PropagationMargin)
+	}
+	return d.waitTarget(ctx, h, p, limit-d.clock.Since(begin), lbport.OutOfRotation)
 }

@@ -68,6 +68,9 @@ type fakeAgent struct {
 	// is called.
 	committed      string
 	beforeMarkGood func()
+	// stopTakes is how long a stop takes: the services' drain serve period
+	// (modelled time: only for tests run in a synctest bubble).
+	stopTakes time.Duration
 }
 
 func newFakeAgent(name, version string, services []string) *fakeAgent {
@@ -189,6 +192,10 @@ func (a *fakeAgent) Drain(_ context.Context, lease string, _ []string) error {
 }
 
 func (a *fakeAgent) Stop(_ context.Context, lease string) (agentapi.StopReport, error) {
+	a.mu.Lock()
+	takes := a.stopTakes
+	a.mu.Unlock()
+	time.Sleep(takes) // the services serving their drain period (a synctest bubble's clock)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err := a.checkLease(lease); err != nil {

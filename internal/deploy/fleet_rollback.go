@@ -103,26 +103,10 @@ func PlanRollback(hosts []HostDefinitions, to string) (RollbackPlan, error) {
 		}
 		return p, nil
 	}
-	lastGood := map[string][]string{}
-	var order []string
-	for _, h := range hosts {
-		v := "(none)"
-		if h.Defs.LastGood != nil {
-			v = h.Defs.LastGood.Version
-		}
-		if _, ok := lastGood[v]; !ok {
-			order = append(order, v)
-		}
-		lastGood[v] = append(lastGood[v], h.Host)
+	good, split := oneVersion(hosts, definition.RefLastGood)
+	if split != "" {
+		return RollbackPlan{}, fmt.Errorf("%w: the hosts record no one last good version (%s); name the version with --to", ErrNotRetained, split)
 	}
-	if len(order) > 1 || order[0] == "(none)" {
-		var parts []string
-		for _, v := range order {
-			parts = append(parts, fmt.Sprintf("%s on %s", v, strings.Join(lastGood[v], ", ")))
-		}
-		return RollbackPlan{}, fmt.Errorf("%w: the hosts record no one last good version (%s); name the version with --to", ErrNotRetained, strings.Join(parts, "; "))
-	}
-	good := order[0]
 	onGood := true
 	for _, h := range hosts {
 		if h.Defs.Current == nil || h.Defs.Current.Hash != h.Defs.LastGood.Hash {
@@ -137,31 +121,42 @@ func PlanRollback(hosts []HostDefinitions, to string) (RollbackPlan, error) {
 		return p, nil
 	}
 	// The fleet runs its last good version: back to the one before it.
-	prev := map[string][]string{}
-	order = nil
-	for _, h := range hosts {
-		v := "(none)"
-		if h.Defs.Previous != nil {
-			v = h.Defs.Previous.Version
-		}
-		if _, ok := prev[v]; !ok {
-			order = append(order, v)
-		}
-		prev[v] = append(prev[v], h.Host)
-	}
-	if len(order) > 1 || order[0] == "(none)" {
-		var parts []string
-		for _, v := range order {
-			parts = append(parts, fmt.Sprintf("%s on %s", v, strings.Join(prev[v], ", ")))
-		}
+	prev, split := oneVersion(hosts, definition.RefPrevious)
+	if split != "" {
 		return RollbackPlan{}, fmt.Errorf("%w: every host runs its last good version %s, and the hosts keep no one version from before it (%s); name the version with --to",
-			ErrNotRetained, good, strings.Join(parts, "; "))
+			ErrNotRetained, good, split)
 	}
-	p := RollbackPlan{Version: order[0], Why: fmt.Sprintf("the version before %s, which every host runs", good)}
+	p := RollbackPlan{Version: prev, Why: fmt.Sprintf("the version before %s, which every host runs", good)}
 	for range hosts {
 		p.Refs = append(p.Refs, definition.RefPrevious)
 	}
 	return p, nil
+}
+
+// oneVersion is the version every host keeps under ref, or, when the hosts
+// disagree or one keeps none, "" and which hosts keep what ("v1 on web-1;
+// (none) on web-2") for the refusal.
+func oneVersion(hosts []HostDefinitions, ref definition.Ref) (string, string) {
+	byVersion := map[string][]string{}
+	var order []string
+	for _, h := range hosts {
+		v := "(none)"
+		if x := refOf(h.Defs, ref); x != nil {
+			v = x.Version
+		}
+		if _, ok := byVersion[v]; !ok {
+			order = append(order, v)
+		}
+		byVersion[v] = append(byVersion[v], h.Host)
+	}
+	if len(order) == 1 && order[0] != "(none)" {
+		return order[0], ""
+	}
+	var parts []string
+	for _, v := range order {
+		parts = append(parts, fmt.Sprintf("%s on %s", v, strings.Join(byVersion[v], ", ")))
+	}
+	return "", strings.Join(parts, "; ")
 }
 
 // BuildFunc builds the Options of a deploy of version to the fleet for its

@@ -239,14 +239,15 @@ func (d *Deployer) startingDetail(st *hostState) func(context.Context) string {
 // putBack registers the target again (fenced by the host lease) and waits
 // until the LB reports it healthy and in rotation.
 func (d *Deployer) putBack(ctx context.Context, st *hostState, p Phase) (string, error) {
-	t, err := call(d, ctx, st.h.Name, p, "load balancer target", func(ctx context.Context) (lbport.Target, error) {
-		return d.lb.Target(ctx, st.h)
-	})
-	if err != nil {
-		return "", err
+	register := st.deregistered // out by this deploy's hand: no need to ask
+	if !register {
+		t, err := d.readTarget(ctx, st.h, p)
+		if err != nil {
+			return "", err
+		}
+		register = !t.Registered() || t.State == lbport.StateDraining
 	}
-	d.sawTarget(st.h.Name, p, t)
-	if st.deregistered || !t.Registered() || t.State == lbport.StateDraining {
+	if register {
 		if err := d.lbChange(ctx, st, p, "register with the load balancer", func(ctx context.Context) error {
 			return d.lb.Register(ctx, ref(st.h))
 		}); err != nil {
@@ -254,7 +255,7 @@ func (d *Deployer) putBack(ctx context.Context, st *hostState, p Phase) (string,
 		}
 		st.deregistered = false
 	}
-	t, err = d.waitTarget(ctx, st.h, p, healthyTimeout(d.o.Config), lbport.InService)
+	t, err := d.waitTarget(ctx, st.h, p, healthyTimeout(d.o.Config), lbport.InService)
 	if err != nil {
 		return "", fmt.Errorf("load balancer did not report %s healthy: %w", st.h.Name, err)
 	}
@@ -299,57 +300,45 @@ func (d *Deployer) lookTwice(ctx context.Context, st *hostState, version string,
 	}
 	window := d.o.Config.Deploy.MinHealthyTime
 	agentEvery := min(max(window/8, d.o.Poll), time.Second)
-	// As Nomad's min_healthy_time within its healthy_deadline: a target the
-	// LB stops calling healthy (a slow check on a busy host) restarts the
-	// window; one that does not stay healthy for a whole window before the
-	// deadline fails. An exit or a restart fails at once.
-	start := d.clock.Now()
-	deadline := start.Add(window + healthyTimeout(d.o.Config))
-	begin := start
-	var lastAgent time.Time
-	wasIn := true
-	pr := d.progress(h.Name, p)
-	for {
-		t, err := call(d, ctx, h.Name, p, "load balancer target", func(ctx context.Context) (lbport.Target, error) {
-			return d.lb.Target(ctx, h)
-		})
-		if err != nil {
-			return nil, err
+	// The agent is asked every agentEvery whether the same instances still
+	// run (an exit or a restart fails at once); the LB is read through the
+	// deploy's Poller, with every other target being watched, so a look
+	// costs no Describe call of its own.
+	lctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	wg.Go(func() { d.watchServices(lctx, ctx, h, p, first, window, agentEvery, cancel) })
+	hw := newHealthyWindow(d.clock.Now(), window, healthyTimeout(d.o.Config))
+	var mu sync.Mutex
+	var up time.Duration
+	var failed error
+	cond := func(t lbport.Target) bool {
+		step := hw.see(d.clock.Now(), t)
+		mu.Lock()
+		up = step.Up
+		mu.Unlock()
+		switch {
+		case step.Verdict == windowFail:
+			failed = fmt.Errorf("load balancer reports %s %s: not healthy for min_healthy_time %v within %v",
+				h.Name, describe(t), window, hw.deadline.Sub(hw.start).Round(time.Millisecond))
+			return true
+		case step.Restarted:
+			d.emit(h.Name, p, EventProgress, step.Up, fmt.Sprintf("load balancer reports %s after %.1fs of min_healthy_time %v: the look starts again once it is healthy", describe(t), step.Up.Seconds(), window))
 		}
-		d.sawTarget(h.Name, p, t)
-		el := d.clock.Since(begin)
-		if !lbport.InService(t) {
-			if !d.clock.Now().Before(deadline) {
-				return nil, fmt.Errorf("load balancer reports %s %s: not healthy for min_healthy_time %v within %v",
-					h.Name, describe(t), window, deadline.Sub(start).Round(time.Millisecond))
-			}
-			if wasIn {
-				d.emit(h.Name, p, EventProgress, el, fmt.Sprintf("load balancer reports %s after %.1fs of min_healthy_time %v: the look starts again once it is healthy", describe(t), el.Seconds(), window))
-			}
-			begin, el = d.clock.Now(), 0
-		}
-		wasIn = lbport.InService(t)
-		if now := d.clock.Now(); now.Sub(lastAgent) >= agentEvery || el >= window {
-			lastAgent = now
-			now, err := d.look(ctx, h, p)
-			if err != nil {
-				return nil, err
-			}
-			if ch := changes(first, now); len(ch) > 0 {
-				return nil, fmt.Errorf("did not stay up for min_healthy_time %v: %s", window, strings.Join(ch, "; "))
-			}
-		}
-		if el >= window && lbport.InService(t) {
-			break
-		}
-		pr.maybe(d.clock.Since(start), func() string {
-			return fmt.Sprintf("looking twice: every service up %.1fs of %v, load balancer reports %s", el.Seconds(), window, describe(t))
-		})
-		select {
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		case <-d.clock.After(min(d.o.Poll, max(window-el, time.Millisecond))):
-		}
+		return step.Verdict == windowDone
+	}
+	_, err = d.watchTarget(lctx, h, p, hw.limit(d.poller.Interval()), cond, func(t lbport.Target) string {
+		mu.Lock()
+		defer mu.Unlock()
+		return fmt.Sprintf("looking twice: every service up %.1fs of %v, load balancer reports %s", up.Seconds(), window, describe(t))
+	})
+	cancel(nil)
+	wg.Wait()
+	if err == nil {
+		err = failed // set by cond before the wait returned
+	}
+	if err != nil {
+		return nil, err
 	}
 	if err := d.verifyAgent(ctx, h, version); err != nil {
 		return nil, err
@@ -362,6 +351,33 @@ func (d *Deployer) lookTwice(ctx context.Context, st *hostState, version string,
 		return nil, fmt.Errorf("did not stay up for min_healthy_time %v: %s", window, strings.Join(ch, "; "))
 	}
 	return second, nil
+}
+
+// watchServices looks at h every `every` until ctx ends, and cancels it
+// (fail) when a service is no longer the instance of the first look or the
+// agent cannot say. A look in progress when ctx ends runs to its end under
+// callCtx (the host's context): a request abandoned mid-answer is a broken
+// connection on the agent's side, which nothing gains from.
+func (d *Deployer) watchServices(ctx, callCtx context.Context, h Host, p Phase, first look, window, every time.Duration, fail context.CancelCauseFunc) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.clock.After(every):
+		}
+		now, err := d.look(callCtx, h, p)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			fail(err)
+			return
+		}
+		if ch := changes(first, now); len(ch) > 0 {
+			fail(fmt.Errorf("did not stay up for min_healthy_time %v: %s", window, strings.Join(ch, "; ")))
+			return
+		}
+	}
 }
 
 // lookAgain compares the host with the look taken when it was verified, asks
@@ -392,12 +408,34 @@ func healthyTimeout(cfg *fleet.Config) time.Duration {
 	return 2*time.Duration(hc.HealthyThreshold)*(hc.Interval+hc.Timeout) + hc.Interval
 }
 
+// readTarget reports h's target from the deploy's next poll (with every
+// other target being watched), retrying transient errors.
+func (d *Deployer) readTarget(ctx context.Context, h Host, p Phase) (lbport.Target, error) {
+	t, err := call(d, ctx, h.Name, p, "load balancer target", func(ctx context.Context) (lbport.Target, error) {
+		ts, err := d.poller.Read(ctx, ref(h))
+		if err != nil {
+			return lbport.Target{}, err
+		}
+		return ts[0], nil
+	})
+	if err == nil {
+		d.sawTarget(h.Name, p, t)
+	}
+	return t, err
+}
+
 // waitTarget waits until cond holds for the host's target or limit passes
 // (the error then says what the LB last reported, or its last error), saying
 // at least every 2s what the LB reports. The deploy's Poller asks for every
 // host being waited on in one call per poll; throttling and network errors
 // are retried at the next poll.
 func (d *Deployer) waitTarget(ctx context.Context, h Host, p Phase, limit time.Duration, cond func(lbport.Target) bool) (lbport.Target, error) {
+	return d.watchTarget(ctx, h, p, limit, cond, func(t lbport.Target) string { return "load balancer reports " + describe(t) })
+}
+
+// watchTarget is waitTarget with its own progress line: say tells what the
+// LB last reported. cond runs on the Poller's goroutine, once per poll.
+func (d *Deployer) watchTarget(ctx context.Context, h Host, p Phase, limit time.Duration, cond func(lbport.Target) bool, say func(lbport.Target) string) (lbport.Target, error) {
 	begin := d.clock.Now()
 	pr := d.progress(h.Name, p)
 	var mu sync.Mutex
@@ -431,7 +469,7 @@ func (d *Deployer) waitTarget(ctx context.Context, h Host, p Phase, limit time.D
 				if !ok {
 					return "waiting for the load balancer to answer"
 				}
-				return "load balancer reports " + describe(t)
+				return say(t)
 			})
 		}
 	}

@@ -72,6 +72,18 @@ func (v *lbView) Describe(ctx context.Context, refs ...lbport.TargetRef) ([]lbpo
 	return ts, nil
 }
 
+// graceLeft is how long r, which the load balancer reported unused, still
+// reads as draining; 0 when it is not in its grace.
+func (v *lbView) graceLeft(r lbport.TargetRef) time.Duration {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	since, ok := v.outSince[r]
+	if !ok {
+		return 0
+	}
+	return max(v.grace-v.clock.Since(since), 0)
+}
+
 // Register registers the target; its grace starts anew next time.
 func (v *lbView) Register(ctx context.Context, r lbport.TargetRef) error {
 	v.mu.Lock()
@@ -90,8 +102,3 @@ func (v *lbView) Settings(ctx context.Context) (lbport.Settings, error) { return
 
 // Apply is the driver's.
 func (v *lbView) Apply(ctx context.Context, s lbport.Settings) error { return v.d.Apply(ctx, s) }
-
-// Target reports h's target.
-func (v *lbView) Target(ctx context.Context, h Host) (lbport.Target, error) {
-	return lbport.Describe1(ctx, v, ref(h))
-}

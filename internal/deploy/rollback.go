@@ -86,13 +86,10 @@ func (d *Deployer) restoreSteps(ctx context.Context, st *hostState, batch []stri
 		return "the host ran nothing before this deploy: its new services were stopped", nil
 	}
 	if st.published {
-		t, err := call(d, ctx, h.Name, PhaseRollback, "load balancer target", func(ctx context.Context) (lbport.Target, error) {
-			return d.lb.Target(ctx, h)
-		})
+		t, err := d.readTarget(ctx, h, PhaseRollback)
 		if err != nil {
 			return "", err
 		}
-		d.sawTarget(h.Name, PhaseRollback, t)
 		if t.Registered() && t.State != lbport.StateDraining {
 			// It serves, or may again by itself (an unhealthy target turns
 			// healthy after its checks pass): the same drain as the

@@ -33,11 +33,10 @@ func BenchmarkRemote(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg, err := demo.ProfileConfig(demo.ProfileAfter, 0.1)
+	cfg, err := demo.SuiteConfig(0.1)
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg.LoadBalancer.HealthCheck.Timeout = 400 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	startFleet := func(hosts int) *demo.Fleet {

@@ -94,11 +94,10 @@ func TestSSHFleet_RollingDeployOverSSH(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := demo.ProfileConfig(demo.ProfileAfter, 0.1)
+	cfg, err := demo.SuiteConfig(0.1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.LoadBalancer.HealthCheck.Timeout = 400 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()

@@ -1,10 +1,13 @@
 package lb
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 
 	"github.com/mythex/mythex/internal/auth"
 	"github.com/mythex/mythex/internal/lbapi"
@@ -33,6 +36,8 @@ func CheckAdminAddress(addr string, allowRemote bool) error {
 //	GET    /v1/targets/{id}  → 200 TargetStatus, 404
 //	POST   /v1/targets       {"id","address"} → 200 TargetStatus (initial), 400, 409
 //	DELETE /v1/targets/{id}  → 200 TargetStatus (draining), 404
+//	GET    /v1/settings      → 200 Settings
+//	PUT    /v1/settings      Settings (every field) → 200 Settings, 400 (nothing changed)
 //	GET    /metrics          → Prometheus exposition of m
 //
 // Errors are {"error": "..."}. token must not be empty.
@@ -68,9 +73,61 @@ func NewAdmin(g *TargetGroup, m *Metrics, token string) (http.Handler, error) {
 		st, err := g.Deregister(r.PathValue("id"))
 		answer(w, st, err)
 	})
+	mux.HandleFunc("GET /v1/settings", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, g.Settings().Wire())
+	})
+	mux.HandleFunc("PUT /v1/settings", func(w http.ResponseWriter, r *http.Request) {
+		next, err := decodeSettings(w, r, g.Settings())
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, lbapi.ErrorBody{Error: err.Error()})
+			return
+		}
+		switch err := g.Modify(next); {
+		case errors.Is(err, ErrClosed):
+			writeJSON(w, http.StatusServiceUnavailable, lbapi.ErrorBody{Error: err.Error()})
+		case err != nil:
+			writeJSON(w, http.StatusBadRequest, lbapi.ErrorBody{Error: err.Error()})
+		default:
+			writeJSON(w, http.StatusOK, g.Settings().Wire())
+		}
+	})
 	mux.Handle("GET /metrics", m.Handler())
 	return auth.Bearer(token, mux), nil
 }
+
+// decodeSettings reads the body of PUT /v1/settings onto base: every field
+// of lbapi.Settings must be given (a missing deregistration delay must not
+// read as 0), none other.
+func decodeSettings(w http.ResponseWriter, r *http.Request, base Settings) (Settings, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+	if err != nil {
+		return base, err
+	}
+	var present map[string]json.RawMessage
+	if err := json.Unmarshal(b, &present); err != nil {
+		return base, fmt.Errorf("body must be a JSON object of the settings: %w", err)
+	}
+	var missing []string
+	for _, f := range settingsFields {
+		if _, ok := present[f]; !ok {
+			missing = append(missing, f)
+		}
+	}
+	if len(missing) > 0 {
+		return base, fmt.Errorf("every setting must be given; missing %s", strings.Join(missing, ", "))
+	}
+	var ws lbapi.Settings
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ws); err != nil {
+		return base, fmt.Errorf("settings: %w", err)
+	}
+	return withWire(base, ws)
+}
+
+// settingsFields are the JSON fields of lbapi.Settings.
+var settingsFields = []string{"health_check_path", "health_check_interval_seconds", "health_check_timeout_seconds",
+	"healthy_threshold", "unhealthy_threshold", "deregistration_delay_seconds", "algorithm"}
 
 // answer maps the group's errors to statuses, at this one boundary.
 func answer(w http.ResponseWriter, st TargetStatus, err error) {

@@ -3,12 +3,17 @@ package lb
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mythex/mythex/internal/lbapi"
 )
 
 func TestAdmin_RequiresTheTokenAndChangesNothingWithout(t *testing.T) {
@@ -30,6 +35,8 @@ func TestAdmin_RequiresTheTokenAndChangesNothingWithout(t *testing.T) {
 		{"register", "POST", "/v1/targets", `{"id":"b","address":"127.0.0.1:9102"}`},
 		{"deregister", "DELETE", "/v1/targets/a", ""},
 		{"metrics", "GET", "/metrics", ""},
+		{"settings", "GET", "/v1/settings", ""},
+		{"set settings", "PUT", "/v1/settings", wireSettings(`"health_check_interval_seconds":9`)},
 	}
 	auths := []struct{ name, header string }{
 		{"no token", ""},
@@ -61,6 +68,105 @@ func TestAdmin_RequiresTheTokenAndChangesNothingWithout(t *testing.T) {
 	}
 	if after := h.g.Targets(); !reflect.DeepEqual(before, after) {
 		t.Fatalf("targets changed by refused requests:\nbefore %+v\nafter  %+v", before, after)
+	}
+	if s := h.g.Settings(); s != testSettings() {
+		t.Fatalf("settings changed by refused requests: %+v", s)
+	}
+}
+
+// wireSettings is a PUT /v1/settings body: testSettings with the given
+// "field":value pairs in place of theirs.
+func wireSettings(over ...string) string {
+	fields := map[string]string{
+		"health_check_path": `"/healthz"`, "health_check_interval_seconds": "5", "health_check_timeout_seconds": "2",
+		"healthy_threshold": "3", "unhealthy_threshold": "2", "deregistration_delay_seconds": "30", "algorithm": `"round_robin"`,
+	}
+	for _, o := range over {
+		k, v, _ := strings.Cut(o, ":")
+		k = strings.Trim(k, `"`)
+		if v == "" {
+			delete(fields, k)
+			continue
+		}
+		fields[k] = v
+	}
+	var parts []string
+	for _, k := range settingsFields {
+		if v, ok := fields[k]; ok {
+			parts = append(parts, fmt.Sprintf("%q:%s", k, v))
+		}
+	}
+	for k, v := range fields {
+		if !slices.Contains(settingsFields, k) {
+			parts = append(parts, fmt.Sprintf("%q:%s", k, v))
+		}
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// The admin API reads and sets the target group's settings, as an ALB's
+// ModifyTargetGroup(Attributes); a refused PUT changes nothing.
+func TestAdmin_Settings(t *testing.T) {
+	tests := []struct {
+		name       string
+		body       string
+		wantStatus int
+		wantIn     string
+		want       func(Settings) Settings // nil: unchanged
+	}{
+		{"every field", wireSettings(`"health_check_interval_seconds":0.5`, `"health_check_timeout_seconds":0.25`, `"healthy_threshold":2`,
+			`"deregistration_delay_seconds":0`, `"algorithm":"least_outstanding_requests"`, `"health_check_path":"/up"`), 200,
+			`"health_check_interval_seconds":0.5`, func(s Settings) Settings {
+				s.HealthCheckPath, s.HealthCheckInterval, s.HealthCheckTimeout = "/up", 500*time.Millisecond, 250*time.Millisecond
+				s.Thresholds.Healthy, s.DeregistrationDelay, s.Algorithm = 2, 0, LeastOutstandingRequests
+				return s
+			}},
+		{"a field missing", wireSettings(`"deregistration_delay_seconds":`), 400, "missing deregistration_delay_seconds", nil},
+		{"an unknown field", wireSettings(`"slow_start_seconds":30`), 400, "unknown field", nil},
+		{"timeout not under the interval", wireSettings(`"health_check_timeout_seconds":5`), 400, "load_balancer.health_check.timeout", nil},
+		{"negative delay", wireSettings(`"deregistration_delay_seconds":-1`), 400, "deregistration_delay_seconds must be from 0", nil},
+		{"unknown algorithm", wireSettings(`"algorithm":"random"`), 400, "unknown algorithm", nil},
+		{"not JSON", `{"health`, 400, "JSON object", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, testSettings())
+			admin, err := NewAdmin(h.g, NewMetrics(h.g), testToken)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts := httptest.NewServer(admin)
+			t.Cleanup(ts.Close)
+			req, _ := http.NewRequest("PUT", ts.URL+"/v1/settings", strings.NewReader(tc.body))
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.wantStatus || !strings.Contains(string(b), tc.wantIn) {
+				t.Fatalf("PUT %s = %d %s\nwant %d containing %s", tc.body, resp.StatusCode, b, tc.wantStatus, tc.wantIn)
+			}
+			want := testSettings()
+			if tc.want != nil {
+				want = tc.want(want)
+			}
+			if got := h.g.Settings(); got != want {
+				t.Fatalf("settings after PUT:\n got %+v\nwant %+v", got, want)
+			}
+			req, _ = http.NewRequest("GET", ts.URL+"/v1/settings", nil)
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			resp, err = http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var got lbapi.Settings
+			if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || got != want.Wire() {
+				t.Fatalf("GET /v1/settings = %+v, %v; want %+v", got, err, want.Wire())
+			}
+		})
 	}
 }
 

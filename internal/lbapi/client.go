@@ -23,6 +23,9 @@ var (
 	ErrInvalidTarget = errors.New("invalid target")
 	// ErrTargetConflict: the id is registered with another address (409).
 	ErrTargetConflict = errors.New("target registered with another address")
+	// ErrInvalidSettings: PUT /v1/settings refused the settings (400); the
+	// error says which field and why.
+	ErrInvalidSettings = errors.New("lb admin: settings refused")
 )
 
 // APIError is an error answer of the admin API that has no sentinel of its
@@ -115,6 +118,28 @@ func (c *Client) Deregister(ctx context.Context, id string) (TargetStatus, error
 	var st TargetStatus
 	err := c.do(ctx, http.MethodDelete, "/v1/targets/"+url.PathEscape(id), nil, &st)
 	return st, err
+}
+
+// Settings reads the target group's settings.
+func (c *Client) Settings(ctx context.Context) (Settings, error) {
+	var s Settings
+	err := c.do(ctx, http.MethodGet, "/v1/settings", nil, &s)
+	return s, err
+}
+
+// SetSettings sets the target group's settings, all of them, while it
+// serves (as ALB ModifyTargetGroup and ModifyTargetGroupAttributes), and
+// returns them as the LB now has them. Settings it refuses (a timeout not
+// under the interval, a threshold under 1, an unknown algorithm) are an error
+// matching ErrInvalidSettings, and nothing changed.
+func (c *Client) SetSettings(ctx context.Context, s Settings) (Settings, error) {
+	var out Settings
+	err := c.do(ctx, http.MethodPut, "/v1/settings", s, &out)
+	var ae *APIError
+	if errors.As(err, &ae) && ae.Status == http.StatusBadRequest {
+		return out, fmt.Errorf("%w: %s", ErrInvalidSettings, ae.Message)
+	}
+	return out, err
 }
 
 // WaitOutOfRotation polls target id every poll until the LB routes no new

@@ -65,3 +65,30 @@ type ErrorBody struct {
 	// Error says what went wrong.
 	Error string `json:"error"`
 }
+
+// Settings is the body of GET /v1/settings and PUT /v1/settings: the target
+// group's settings an ALB changes with ModifyTargetGroup and
+// ModifyTargetGroupAttributes. A PUT sets every field (none may be left out);
+// the listener's settings (idle and connect timeouts, body limit) are fixed
+// at start and not here.
+type Settings struct {
+	// HealthCheckPath is the path checked with GET, e.g. /healthz.
+	HealthCheckPath string `json:"health_check_path"`
+	// HealthCheckIntervalSeconds is the time between two checks of one
+	// target, in seconds.
+	HealthCheckIntervalSeconds float64 `json:"health_check_interval_seconds"`
+	// HealthCheckTimeoutSeconds bounds one check, in seconds; less than the
+	// interval.
+	HealthCheckTimeoutSeconds float64 `json:"health_check_timeout_seconds"`
+	// HealthyThreshold is the consecutive passed checks that make a target
+	// healthy.
+	HealthyThreshold int `json:"healthy_threshold"`
+	// UnhealthyThreshold is the consecutive failed checks that make a target
+	// unhealthy.
+	UnhealthyThreshold int `json:"unhealthy_threshold"`
+	// DeregistrationDelaySeconds is how long a draining target may finish
+	// its requests in flight, in seconds.
+	DeregistrationDelaySeconds float64 `json:"deregistration_delay_seconds"`
+	// Algorithm is round_robin or least_outstanding_requests.
+	Algorithm string `json:"algorithm"`
+}

@@ -24,6 +24,10 @@ var (
 	ErrThrottled = errors.New("load balancer API throttled")
 	// ErrUnsupported: the load balancer cannot do this through its API.
 	ErrUnsupported = errors.New("not supported by this load balancer")
+	// ErrInvalidSettings: the load balancer refused target group settings
+	// given to Apply (a timeout not under the interval, a threshold out of
+	// range); nothing changed.
+	ErrInvalidSettings = errors.New("load balancer refused the settings")
 )
 
 // UnexpectedError is an answer a driver could not make sense of.
@@ -52,7 +56,7 @@ func IsTransient(err error) bool {
 		return false
 	}
 	if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrTargetGroupNotFound) ||
-		errors.Is(err, ErrInvalidTarget) || errors.Is(err, ErrUnsupported) {
+		errors.Is(err, ErrInvalidTarget) || errors.Is(err, ErrUnsupported) || errors.Is(err, ErrInvalidSettings) {
 		return false
 	}
 	if errors.Is(err, ErrThrottled) {

@@ -210,3 +210,91 @@ func TestOutOfRotation(t *testing.T) {
 		})
 	}
 }
+
+// Whoever asks, and however often, the calls stay within PollBurst plus one
+// per interval: that is what keeps a deploy within its share of an ALB's
+// API budget. Reads after an idle spell are answered at once until the
+// burst is spent; the next one waits for the bucket to refill.
+func TestPoller_CallsStayWithinTheBudget(t *testing.T) {
+	f := newFakeDriver()
+	f.set("a", Target{State: StateHealthy, InRotation: true})
+	clock := clockwork.NewFakeClock()
+	p := NewPoller(f, clock, 2*time.Second)
+	ctx := context.Background()
+
+	for i := range PollBurst {
+		if _, err := p.Read(ctx, TargetRef{ID: "a"}); err != nil { // at once: the fake clock stands still
+			t.Fatalf("read %d: %v", i+1, err)
+		}
+	}
+	r := make(chan error, 1)
+	go func() { _, err := p.Read(ctx, TargetRef{ID: "a"}); r <- err }()
+	bctx, cancel := context.WithTimeout(ctx, generous)
+	defer cancel()
+	if err := clock.BlockUntilContext(bctx, 1); err != nil { // the poll's sleep until the bucket has a call
+		t.Fatalf("the poller did not wait past its burst (%d calls): %v", p.Calls(), err)
+	}
+	clock.Advance(2*time.Second - time.Millisecond)
+	select {
+	case err := <-r:
+		t.Fatalf("a read past the burst was answered %v later, before an interval had passed (err %v)", 2*time.Second-time.Millisecond, err)
+	default:
+	}
+	if n := p.Calls(); n != PollBurst {
+		t.Fatalf("%d calls, want the burst (%d)", n, PollBurst)
+	}
+	clock.Advance(time.Millisecond)
+	if err := <-r; err != nil {
+		t.Fatalf("read past the burst: %v", err)
+	}
+	if n := p.Calls(); n != PollBurst+1 {
+		t.Fatalf("%d calls, want %d", n, PollBurst+1)
+	}
+}
+
+// A read joins the poll of the waits in progress: one call for all of them.
+func TestPoller_ReadJoinsThePollInProgress(t *testing.T) {
+	f := newFakeDriver()
+	f.set("a", Target{State: StateDraining, InFlight: -1})
+	f.set("b", Target{State: StateHealthy, InRotation: true, InFlight: -1})
+	clock := clockwork.NewFakeClock()
+	p := NewPoller(f, clock, time.Second)
+	ctx := context.Background()
+
+	ra := make(chan result, 1)
+	go func() { tg, err := p.Wait(ctx, TargetRef{ID: "a"}, time.Minute, OutOfRotation); ra <- result{tg, err} }()
+	waitCall(t, f)
+	type reads struct {
+		ts  []Target
+		err error
+	}
+	rb := make(chan reads, 1)
+	go func() { ts, err := p.Read(ctx, TargetRef{ID: "b"}, TargetRef{ID: "a"}); rb <- reads{ts, err} }()
+	waitCond(t, "the read waiting", func() bool { return p.Waiting() == 2 })
+	clock.BlockUntilContext(ctx, 2) // a's deadline and the poll's sleep
+	clock.Advance(time.Second)
+	got := <-rb
+	if got.err != nil || len(got.ts) != 2 || got.ts[0].ID != "b" || got.ts[1].ID != "a" {
+		t.Fatalf("read = %+v, %v: want b then a, in the order asked", got.ts, got.err)
+	}
+	if log := fmt.Sprint(f.callLog()); log != "[[a] [a b]]" {
+		t.Fatalf("calls %s, want [[a] [a b]]: the read joins the wait's poll", log)
+	}
+	f.set("a", Target{State: StateUnused, InFlight: -1})
+	clock.BlockUntilContext(ctx, 2)
+	clock.Advance(time.Second)
+	if r := <-ra; r.err != nil {
+		t.Fatalf("a: %v", r.err)
+	}
+}
+
+// A read returns the poll's error even when it is transient: the caller
+// decides about retries, where a wait would just poll again.
+func TestPoller_ReadReturnsATransientError(t *testing.T) {
+	f := newFakeDriver()
+	f.errs = []error{fmt.Errorf("describe: %w", ErrThrottled)}
+	p := NewPoller(f, clockwork.NewFakeClock(), time.Second)
+	if _, err := p.Read(context.Background(), TargetRef{ID: "a"}); !errors.Is(err, ErrThrottled) {
+		t.Fatalf("err = %v, want ErrThrottled", err)
+	}
+}

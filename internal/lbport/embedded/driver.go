@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/mythex/mythex/internal/lbapi"
 	"github.com/mythex/mythex/internal/lbport"
@@ -79,14 +81,57 @@ func (d *Driver) Describe(ctx context.Context, ts ...lbport.TargetRef) ([]lbport
 	return out, nil
 }
 
-// Settings is not yet readable through the embedded admin API.
-func (d *Driver) Settings(context.Context) (lbport.Settings, error) {
-	return lbport.Settings{}, fmt.Errorf("read embedded target group settings: %w", lbport.ErrUnsupported)
+// Settings reads the target group's live settings (GET /v1/settings). The
+// embedded LB has no slow start: SlowStart is 0.
+func (d *Driver) Settings(ctx context.Context) (lbport.Settings, error) {
+	w, err := d.c.Settings(ctx)
+	if err != nil {
+		return lbport.Settings{}, fmt.Errorf("read the embedded target group's settings: %w", mapErr(err))
+	}
+	return lbport.Settings{
+		HealthCheck: lbport.HealthCheck{Path: w.HealthCheckPath, Interval: seconds(w.HealthCheckIntervalSeconds),
+			Timeout: seconds(w.HealthCheckTimeoutSeconds), HealthyThreshold: w.HealthyThreshold, UnhealthyThreshold: w.UnhealthyThreshold},
+		DeregistrationDelay: seconds(w.DeregistrationDelaySeconds),
+		Algorithm:           w.Algorithm,
+	}, nil
 }
 
-// Apply is not yet possible through the embedded admin API.
-func (d *Driver) Apply(context.Context, lbport.Settings) error {
-	return fmt.Errorf("apply embedded target group settings: %w", lbport.ErrUnsupported)
+// Apply sets the health check, deregistration delay and algorithm while the
+// LB serves (PUT /v1/settings), as ModifyTargetGroup and
+// ModifyTargetGroupAttributes do an ALB's; they last until the LB restarts
+// and reads its mythex.yml again. An empty Algorithm keeps the live one;
+// a slow start is refused (ErrUnsupported). Settings the LB refuses match
+// lbport.ErrInvalidSettings, and nothing changed.
+func (d *Driver) Apply(ctx context.Context, s lbport.Settings) error {
+	if s.SlowStart != 0 {
+		return fmt.Errorf("apply slow start %v to the embedded load balancer: %w", s.SlowStart, lbport.ErrUnsupported)
+	}
+	algo := s.Algorithm
+	if algo == "" {
+		live, err := d.c.Settings(ctx)
+		if err != nil {
+			return fmt.Errorf("apply the embedded target group's settings: %w", mapErr(err))
+		}
+		algo = live.Algorithm
+	}
+	hc := s.HealthCheck
+	_, err := d.c.SetSettings(ctx, lbapi.Settings{
+		HealthCheckPath: hc.Path, HealthCheckIntervalSeconds: hc.Interval.Seconds(), HealthCheckTimeoutSeconds: hc.Timeout.Seconds(),
+		HealthyThreshold: hc.HealthyThreshold, UnhealthyThreshold: hc.UnhealthyThreshold,
+		DeregistrationDelaySeconds: s.DeregistrationDelay.Seconds(), Algorithm: algo,
+	})
+	if errors.Is(err, lbapi.ErrInvalidSettings) {
+		return fmt.Errorf("apply the embedded target group's settings: %w: %w", lbport.ErrInvalidSettings, err)
+	}
+	if err != nil {
+		return fmt.Errorf("apply the embedded target group's settings: %w", mapErr(err))
+	}
+	return nil
+}
+
+// seconds is secs as a Duration, to the nanosecond.
+func seconds(secs float64) time.Duration {
+	return time.Duration(math.Round(secs * float64(time.Second)))
 }
 
 func notRegistered(t lbport.TargetRef) lbport.Target {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/mythex/mythex/internal/lbport"
 )
@@ -28,11 +30,26 @@ type Config struct {
 
 // Driver drives one HAProxy backend through the Runtime API. It is safe for
 // concurrent use.
+//
+// A reload of HAProxy (`systemctl reload haproxy`, `haproxy -sf`) starts a
+// new process from haproxy.cfg: every server's runtime state is the file's
+// again — a drain set before is lost — unless the operator keeps state across
+// reloads (server-state-file, load-server-state-from-file). So the driver
+// remembers the servers it set to drain and has not set ready since, and
+// each Describe that finds one of them out of drain sets the drain again
+// (and says so in the target's Description): a deploy's poll notices a
+// reload, and puts back what it lost, within one poll.
 type Driver struct {
 	c       *Client
 	backend string
 	servers map[string]string
 	cfgFile string
+
+	// mu serialises the drain bookkeeping with the commands that change it,
+	// so a Describe never sets drain again after Register set ready.
+	mu        sync.Mutex
+	drained   map[string]bool // by server name
+	reapplied atomic.Int64
 }
 
 var (
@@ -63,7 +80,7 @@ func New(cfg Config) (*Driver, error) {
 		}
 		servers[id] = s
 	}
-	return &Driver{c: cfg.Client, backend: cfg.Backend, servers: servers, cfgFile: cfg.ConfigFile}, nil
+	return &Driver{c: cfg.Client, backend: cfg.Backend, servers: servers, cfgFile: cfg.ConfigFile, drained: map[string]bool{}}, nil
 }
 
 // Kind is "haproxy".
@@ -97,6 +114,9 @@ func (d *Driver) Register(ctx context.Context, t lbport.TargetRef) error {
 	if err != nil {
 		return err
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.drained, d.Server(t.ID))
 	return d.c.Exec(ctx, "set server "+p+" state ready")
 }
 
@@ -110,11 +130,46 @@ func (d *Driver) Deregister(ctx context.Context, t lbport.TargetRef) error {
 	if err != nil {
 		return err
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	err = d.c.Exec(ctx, "set server "+p+" state drain")
 	if errors.Is(err, lbport.ErrInvalidTarget) {
 		return nil
 	}
+	if err == nil {
+		d.drained[d.Server(t.ID)] = true
+	}
 	return err
+}
+
+// Reapplied is how many times Describe found a server this driver had set
+// to drain out of drain (HAProxy reloaded) and set the drain again.
+func (d *Driver) Reapplied() int64 { return d.reapplied.Load() }
+
+// reapplyDrains sets drain again on every server this driver drained that
+// states shows out of drain and maintenance, marks it drained in states,
+// and returns the servers it put back in drain.
+func (d *Driver) reapplyDrains(ctx context.Context, states map[string]ServerState) (map[string]bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var again map[string]bool
+	for name := range d.drained {
+		st, ok := states[name]
+		if !ok || st.Admin.Drain() || st.Admin.Maint() {
+			continue
+		}
+		if err := d.c.Exec(ctx, "set server "+d.backend+"/"+name+" state drain"); err != nil {
+			return again, fmt.Errorf("set the drain of %s/%s again after HAProxy lost it: %w", d.backend, name, err)
+		}
+		d.reapplied.Add(1)
+		st.Admin |= AdminForcedDrain
+		states[name] = st
+		if again == nil {
+			again = map[string]bool{}
+		}
+		again[name] = true
+	}
+	return again, nil
 }
 
 // Maintenance puts the server in maintenance: `set server B/S state maint`.
@@ -149,6 +204,10 @@ func (d *Driver) Describe(ctx context.Context, ts ...lbport.TargetRef) ([]lbport
 	if err != nil {
 		return nil, err
 	}
+	again, err := d.reapplyDrains(ctx, states)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]lbport.Target, 0, len(ts))
 	for _, t := range ts {
 		name := d.Server(t.ID)
@@ -163,7 +222,11 @@ func (d *Driver) Describe(ctx context.Context, ts ...lbport.TargetRef) ([]lbport
 		if s, ok := states[name]; ok {
 			st = &s
 		}
-		out = append(out, targetOf(t, sp, st))
+		tg := targetOf(t, sp, st)
+		if again[name] {
+			tg.Description = "HAProxy had lost the drain (reloaded without a server-state-file?): set again; " + tg.Description
+		}
+		out = append(out, tg)
 	}
 	return out, nil
 }

@@ -399,3 +399,55 @@ func TestClient_RefusesSmuggledCommands(t *testing.T) {
 		}
 	}
 }
+
+// A reload of HAProxy without a server-state-file forgets the drain: the
+// next Describe notices it, sets the drain again and says so; a server the
+// driver set ready again is left alone.
+func TestDriver_ReloadLosesTheDrainAndDescribeSetsItAgain(t *testing.T) {
+	a, b := newBackend(t, "web-1"), newBackend(t, "web-2")
+	r := startHAProxy(t, local.Options{Servers: []local.Server{{Name: "web-1", Addr: a.Listener.Addr().String()}, {Name: "web-2", Addr: b.Listener.Addr().String()}}})
+	ctx := context.Background()
+	healthy := func(tg lbport.Target) bool { return tg.State == lbport.StateHealthy && tg.InRotation }
+	waitState(t, r.driver, "web-1", "healthy", healthy)
+	if err := r.driver.Deregister(ctx, ref("web-1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.hx.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// HAProxy itself forgot it (this is what the driver has to cope with).
+	c := haproxy.NewClient(haproxy.Address{Network: "unix", Addr: r.hx.Socket})
+	ans, err := c.Do(ctx, "show servers state app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	states, err := haproxy.ParseServersState(ans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if states["web-1"].Admin.Drain() {
+		t.Fatal("HAProxy kept the drain across the reload: the test proves nothing")
+	}
+	tg, err := lbport.Describe1(ctx, r.driver, ref("web-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg.State != lbport.StateDraining || tg.InRotation || !strings.Contains(tg.Description, "lost the drain") || r.driver.Reapplied() != 1 {
+		t.Fatalf("after the reload: %+v (re-applied %d); want draining again, said so", tg, r.driver.Reapplied())
+	}
+	for range 10 {
+		if who, err := get(t, r.front+"/"); err != nil || who != "web-2" {
+			t.Fatalf("a request after the drain was set again reached %q (%v)", who, err)
+		}
+	}
+
+	// Set ready again, the server reads out of drain as after a reload: the
+	// driver no longer counts it drained and leaves it in rotation.
+	if err := r.driver.Register(ctx, ref("web-1")); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, r.driver, "web-1", "healthy again", healthy)
+	if n := r.driver.Reapplied(); n != 1 {
+		t.Fatalf("re-applied %d times, want 1: a server set ready again was drained", n)
+	}
+}

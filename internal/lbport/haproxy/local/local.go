@@ -254,11 +254,18 @@ func (h *HAProxy) Reload(ctx context.Context) error {
 		return ""
 	}
 	old := pid(before)
-	if err := h.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
-		return fmt.Errorf("reload haproxy: %w", err)
-	}
+	// A master just started may not act on the signal yet (seen with 2.6
+	// right after its worker first answered): signal again until a new
+	// worker answers.
 	deadline := time.Now().Add(10 * time.Second)
+	var signalled time.Time
 	for {
+		if time.Since(signalled) >= 2*time.Second {
+			if err := h.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
+				return fmt.Errorf("reload haproxy: %w", err)
+			}
+			signalled = time.Now()
+		}
 		if info, err := c.Do(ctx, "show info"); err == nil && pid(info) != old {
 			return nil
 		}
