@@ -26,9 +26,9 @@ import (
 
 func TestMain(m *testing.M) {
 	// Every test here runs its own fleet and waits on its timings, not on
-	// CPU (the whole suite keeps two cores about a third busy): four
+	// CPU (the whole suite keeps two cores about a quarter busy): three
 	// fleets at once.
-	testbin.SetParallel(4)
+	testbin.SetParallel(3)
 	code := m.Run()
 	testbin.Cleanup()
 	os.Exit(code)

@@ -37,7 +37,6 @@ func TestMain(m *testing.M) {
 // listening while the LB still routes to it, and the prober counts the
 // requests that reached nothing.
 func TestSIGTERMUnderLoad(t *testing.T) {
-	t.Parallel() // its own fleets, ports and directories
 	if testing.Short() {
 		t.Skip("end-to-end: real processes")
 	}
