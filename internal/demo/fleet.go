@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/gofrs/flock"
 
 	dockerexample "github.com/mythex/mythex/examples/docker"
 	"github.com/mythex/mythex/internal/agentapi"
@@ -579,7 +580,32 @@ func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 var handedOut = struct {
 	sync.Mutex
 	ports map[int]bool
+	// claims hold, for the life of the process, a lock on a file named
+	// after each port handed out: other processes (another demo, the
+	// other test packages running at the same time) skip a port whose
+	// file is locked, and the kernel drops the locks when the process ends.
+	claims []*flock.Flock
 }{ports: map[int]bool{}}
+
+// claimPort takes port for this process across processes (see
+// handedOut.claims); false when another live process holds it. A directory
+// that cannot be written claims nothing and lets the port through: the
+// in-process map still keeps this process's fleets apart.
+func claimPort(port int) bool {
+	dir := filepath.Join(os.TempDir(), "mythex-demo-ports")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return true
+	}
+	l := flock.New(filepath.Join(dir, strconv.Itoa(port)))
+	ok, err := l.TryLock()
+	if err != nil {
+		return true
+	}
+	if ok {
+		handedOut.claims = append(handedOut.claims, l)
+	}
+	return ok
+}
 
 // freePorts returns n loopback ports that are free now and were never
 // returned before in this process. They are taken below the kernel's
@@ -616,7 +642,7 @@ func freePorts(n int) ([]int, error) {
 		}
 		ls = append(ls, l) // held open until all n are found, so none repeats
 		port = l.Addr().(*net.TCPAddr).Port
-		if handedOut.ports[port] {
+		if handedOut.ports[port] || !claimPort(port) {
 			continue
 		}
 		handedOut.ports[port] = true
