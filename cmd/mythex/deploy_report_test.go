@@ -23,25 +23,9 @@ import (
 // history --report draws the same report from it.
 func TestDeploy_MeasureReport(t *testing.T) {
 	t.Parallel() // its own processes, ports and directories
-	if testing.Short() {
-		t.Skip("end-to-end: starts a fleet of real processes")
-	}
-	bin, err := testbin.Build(testbin.Mythex)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := demo.SuiteConfig(0.1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
-	f, err := demo.StartFleet(ctx, demo.FleetOptions{Config: cfg, Hosts: 2, Exe: bin, Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.Close() })
+	f, dir := startSuiteFleet(ctx, t, 2)
 	if _, err := f.Deploy(ctx, "v1", nil, nil); err != nil {
 		t.Fatalf("first rollout: %v", err)
 	}
@@ -156,4 +140,29 @@ func TestCheckMeasureFlags(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startSuiteFleet starts a fleet of real processes (demo.SuiteConfig, hosts
+// hosts) in a fresh directory, closed when the test ends; it returns the
+// fleet and its directory.
+func startSuiteFleet(ctx context.Context, t *testing.T, hosts int) (*demo.Fleet, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end: starts a fleet of real processes")
+	}
+	bin, err := testbin.Build(testbin.Mythex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := demo.SuiteConfig(0.1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	f, err := demo.StartFleet(ctx, demo.FleetOptions{Config: cfg, Hosts: hosts, Exe: bin, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	return f, dir
 }

@@ -7,10 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mythex/mythex/internal/demo"
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/history"
-	"github.com/mythex/mythex/internal/testbin"
 )
 
 // TestRollbackCmd: on a local fleet of real processes deployed v1 then v2,
@@ -19,25 +17,9 @@ import (
 // back to v1 through the rolling deploy, records v1 as last good, and is in
 // every host's history as a rollback.
 func TestRollbackCmd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: starts a fleet of real processes")
-	}
-	bin, err := testbin.Build(testbin.Mythex)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := demo.SuiteConfig(0.1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
-	f, err := demo.StartFleet(ctx, demo.FleetOptions{Config: cfg, Hosts: 2, Exe: bin, Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.Close() })
+	f, _ := startSuiteFleet(ctx, t, 2)
 	for _, v := range []string{"v1", "v2"} {
 		if _, err := f.Deploy(ctx, v, nil, nil); err != nil {
 			t.Fatalf("deploy %s: %v", v, err)
