@@ -20,6 +20,7 @@ import (
 	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/probe"
 	"github.com/mythex/mythex/internal/termui"
+	"github.com/mythex/mythex/internal/timing"
 )
 
 // Profiles: which of the write-up's fleets the demo runs.
@@ -125,7 +126,7 @@ type DeployReport struct {
 	Error    string              `json:"error,omitempty"`
 	Seconds  float64             `json:"seconds"`
 	Hosts    []deploy.HostResult `json:"hosts"`
-	Bound    deploy.Bound        `json:"bound"`
+	Bound    timing.Bound        `json:"bound"`
 	Probe    ProbeSummary        `json:"probe"`
 	Versions []VersionSpan       `json:"versions"`
 	// LBCalls is how many ELBv2 API calls the deploy made (--lb alb).

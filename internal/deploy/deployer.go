@@ -14,6 +14,7 @@ import (
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/lbport"
+	"github.com/mythex/mythex/internal/timing"
 )
 
 // Errors Run returns (wrapped) besides a *StepError.
@@ -144,7 +145,7 @@ type HostResult struct {
 	// Seconds is the host's deploy, lease to verified (the release after
 	// the fleet's sweep is not counted).
 	Seconds float64 `json:"seconds"`
-	// BoundSeconds is the analytic lower bound (see Bound).
+	// BoundSeconds is the analytic lower bound (see timing.Bound).
 	BoundSeconds float64 `json:"bound_seconds"`
 	// Killed names services that outlived their grace period and were killed.
 	Killed []string `json:"killed,omitempty"`
@@ -158,7 +159,7 @@ type Result struct {
 	Version string       `json:"version"`
 	Hosts   []HostResult `json:"hosts"`
 	Seconds float64      `json:"seconds"`
-	Bound   Bound        `json:"bound"`
+	Bound   timing.Bound `json:"bound"`
 	// RolledBack names the hosts returned to their previous version by a
 	// fleet rollback (the failed host's own rollback is in its HostResult).
 	RolledBack []string `json:"rolled_back,omitempty"`
@@ -169,7 +170,7 @@ type Deployer struct {
 	o        Options
 	clock    clockwork.Clock
 	obs      *serialObserver
-	bound    Bound
+	bound    timing.Bound
 	required int
 	lb       *lbView
 	// poller watches targets: one Describe call per poll for every host
@@ -253,7 +254,7 @@ func New(opts Options) (*Deployer, error) {
 		opts.TargetServices = opts.Config.Deploy.TargetServices
 	}
 	view := newLBView(opts.LB, opts.Config.LoadBalancer.PropagationMargin, opts.Clock)
-	return &Deployer{o: opts, clock: opts.Clock, obs: &serialObserver{o: opts.Observer}, bound: LowerBound(opts.Config), required: required,
+	return &Deployer{o: opts, clock: opts.Clock, obs: &serialObserver{o: opts.Observer}, bound: timing.LowerBound(opts.Config), required: required,
 		lb: view, poller: lbport.NewPoller(view, opts.Clock, opts.Poll)}, nil
 }
 

@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -372,42 +371,6 @@ func TestNew_Preflight(t *testing.T) {
 			_, err := New(o)
 			if !errors.Is(err, ErrPreflight) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("New = %v, want ErrPreflight mentioning %q", err, tc.want)
-			}
-		})
-	}
-}
-
-func TestBound_MarshalJSON(t *testing.T) {
-	b, err := json.Marshal(Bound{Stop: 1500 * time.Millisecond, Healthy: 500 * time.Millisecond, Verify: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"drain_seconds":0,"stop_seconds":1.5,"start_seconds":0,"healthy_seconds":0.5,"verify_seconds":1,"total_seconds":3}`
-	if string(b) != want {
-		t.Errorf("json = %s, want %s", b, want)
-	}
-}
-
-func TestLowerBound(t *testing.T) {
-	cfg := fleet.Default()
-	cfg.LoadBalancer.HealthCheck.Interval = 5 * time.Second
-	cfg.LoadBalancer.HealthCheck.HealthyThreshold = 2
-	cfg.LoadBalancer.HealthCheck.UnhealthyThreshold = 2
-	cfg.Drain.ServePeriod = 15 * time.Second
-	cases := []struct {
-		mode string
-		want Bound
-	}{
-		// min_healthy_time (default 10s) lengthens every host's deploy.
-		{fleet.DrainModeBoth, Bound{Stop: 15 * time.Second, Verify: 10 * time.Second}},
-		{fleet.DrainModeDeregister, Bound{Stop: 15 * time.Second, Verify: 10 * time.Second}},
-		{fleet.DrainModeHealth, Bound{Drain: 5 * time.Second, Stop: 10 * time.Second, Healthy: 5 * time.Second, Verify: 10 * time.Second}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.mode, func(t *testing.T) {
-			cfg.Deploy.DrainMode = tc.mode
-			if got := LowerBound(&cfg); got != tc.want {
-				t.Errorf("LowerBound = %+v, want %+v", got, tc.want)
 			}
 		})
 	}

@@ -74,22 +74,3 @@ func TestDeployer_DeregistrationBoundCutsSessions(t *testing.T) {
 		})
 	}
 }
-
-func TestLowerBound_HAProxy(t *testing.T) {
-	cfg := testConfig(fleet.DrainModeDeregister)
-	cfg.LoadBalancer.HealthCheck.Interval = time.Second
-	cfg.LoadBalancer.HealthCheck.UnhealthyThreshold = 2
-	cfg.LoadBalancer.HealthCheck.HealthyThreshold = 3
-	cfg.Drain.ServePeriod = 3 * time.Second
-	if b := LowerBound(cfg); b.Healthy != 0 {
-		t.Fatalf("embedded: %+v, want healthy 0 (registered again: one passed check)", b)
-	}
-	cfg.LoadBalancer.Kind = fleet.KindHAProxy
-	if b := LowerBound(cfg); b.Healthy != 2*time.Second || !strings.Contains(b.Explain(), "DOWN") {
-		t.Fatalf("haproxy, stopped long enough to go DOWN: %+v, want healthy (3−1)×1s", b)
-	}
-	cfg.Drain.ServePeriod = 500 * time.Millisecond
-	if b := LowerBound(cfg); b.Healthy != 0 {
-		t.Fatalf("haproxy, back before a check could fail twice: %+v, want healthy 0", b)
-	}
-}

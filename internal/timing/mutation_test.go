@@ -64,7 +64,7 @@ var exempt = map[string]map[direction]string{
 	},
 	"deploy.min_healthy_time": {
 		tooSmall: "how long to look twice is a policy (Nomad's 10s), not a relation between the fleet's numbers; a shorter look lets later crashes through, which no timing proves",
-		tooLarge: "a longer look only lengthens each host's deploy; deploy.LowerBound counts it",
+		tooLarge: "a longer look only lengthens each host's deploy; LowerBound counts it",
 	},
 	"deploy.lease_ttl": {
 		tooSmall: "the lease guards a dead deploy; its renewal period belongs to the deploy, not to the fleet's timing",

@@ -1,4 +1,4 @@
-package deploy
+package timing
 
 import (
 	"encoding/json"
@@ -7,9 +7,12 @@ import (
 	"github.com/mythex/mythex/internal/fleet"
 )
 
-// Bound is the analytic lower bound of one host's deploy: no real deploy of
-// this fleet can be faster, so the ratio of the measured time to it says how
-// much the tool itself costs.
+// Bound is the analytic lower bound of one host's deploy, phase by phase:
+// no real deploy of this fleet can be faster, so the ratio of the measured
+// time to it says how much the tool itself costs. It follows the load
+// balancers' own timing: an ALB target group's health-check thresholds and
+// deregistration, HAProxy's `set server … state drain|ready` and its checks
+// of a drained server.
 type Bound struct {
 	// Drain is the least time until the LB stops routing: 0 when the target is
 	// deregistered through the embedded LB's API (it leaves rotation at once),
@@ -61,7 +64,10 @@ func (b Bound) Explain() string {
 // Total is the sum of the phases.
 func (b Bound) Total() time.Duration { return b.Drain + b.Stop + b.Start + b.Healthy + b.Verify }
 
-// LowerBound computes the bound for cfg.
+// LowerBound computes the bound of one host's deploy for cfg: drain mode,
+// health-check interval and thresholds, the drain serve period with
+// pre_stop, and deploy.min_healthy_time. It never fails: cfg is assumed
+// valid (fleet.Config.Validate).
 func LowerBound(cfg *fleet.Config) Bound {
 	hc := cfg.LoadBalancer.HealthCheck
 	var b Bound
