@@ -607,6 +607,13 @@ func claimPort(port int) bool {
 	return ok
 }
 
+// FreePorts returns n loopback ports that are free now, were never returned
+// before in this process, and are claimed against every other process that
+// asks FreePorts (see handedOut.claims): for fleets, and the tests that start
+// processes of their own beside them. Errors: no n free ports after 100
+// tries each.
+func FreePorts(n int) ([]int, error) { return freePorts(n) }
+
 // freePorts returns n loopback ports that are free now and were never
 // returned before in this process. They are taken below the kernel's
 // ephemeral range when it is known (Linux): a port from there can be handed

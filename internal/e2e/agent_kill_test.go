@@ -34,6 +34,7 @@ const agentDownFor = 2 * time.Second
 // verified version, the same everywhere, in rotation and healthy at the load
 // balancer, no lease left — and no request may reach nothing.
 func TestAgentKilledInEachPhase(t *testing.T) {
+	t.Parallel() // its cases own their fleets: ports, dirs, processes
 	if testing.Short() {
 		t.Skip("end-to-end: a fleet of real processes")
 	}
@@ -76,7 +77,7 @@ func agentKilledIn(t *testing.T, bin string, phase deploy.Phase) {
 		t.Fatalf("first rollout: %v\n%s", err, f.LogTail("web-1", 3000))
 	}
 
-	p, err := probe.New(probe.Config{URL: f.URL(), Rate: 100, Timeout: 2 * time.Second}, probe.Deps{})
+	p, err := probe.New(probe.Config{URL: f.URL(), Rate: 100, Timeout: probeTimeout}, probe.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}

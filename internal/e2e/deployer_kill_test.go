@@ -44,7 +44,7 @@ func faultFleet(t *testing.T, ctx context.Context, bin string, hosts int) *demo.
 // load puts the fleet under load from the prober.
 func load(t *testing.T, f *demo.Fleet) *probe.Prober {
 	t.Helper()
-	p, err := probe.New(probe.Config{URL: f.URL(), Rate: 100, Timeout: 2 * time.Second}, probe.Deps{})
+	p, err := probe.New(probe.Config{URL: f.URL(), Rate: 100, Timeout: probeTimeout}, probe.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +89,7 @@ func settleAndCount(t *testing.T, f *demo.Fleet, p *probe.Prober, what string, o
 // first). The cases share two fleets, three cases each in turn:
 // each case leaves its fleet whole for the next.
 func TestDeployerKilledInEachPhase(t *testing.T) {
+	t.Parallel() // its cases own their fleets: ports, dirs, processes
 	if testing.Short() {
 		t.Skip("end-to-end: a fleet of real processes")
 	}

@@ -4,17 +4,16 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/mythex/mythex/examples/seed"
+	"github.com/mythex/mythex/internal/demo"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/lbapi"
 	"github.com/mythex/mythex/internal/probe"
@@ -30,6 +29,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// probeTimeout is the prober's per-request timeout in these tests. Their
+// fleets run at once beside the rest of the suite on a machine of two cores:
+// a request starved of CPU for seconds is not one the fleet dropped. A
+// dropped request is refused, reset, or answered 502/503 by the LB at once;
+// one that hangs for 10 s is still counted.
+const probeTimeout = 10 * time.Second
+
 // TestSIGTERMUnderLoad is the write-up's result reproduced: two instances of
 // the sample app behind `mythex lb` under a constant load, one of them gets
 // SIGTERM. With the fixed numbers (after.yml, ten times faster) no request
@@ -37,6 +43,7 @@ func TestMain(m *testing.M) {
 // listening while the LB still routes to it, and the prober counts the
 // requests that reached nothing.
 func TestSIGTERMUnderLoad(t *testing.T) {
+	t.Parallel() // its cases own their fleets: ports, dirs, processes
 	if testing.Short() {
 		t.Skip("end-to-end: real processes")
 	}
@@ -130,7 +137,7 @@ func sigtermOne(t *testing.T, bin string, cfg fleet.Config) probe.Report {
 	// A 10 s request timeout: a request a loaded machine starves for
 	// seconds is not one the fleet dropped (those are refused, reset or
 	// LB-marked at once).
-	p, err := probe.New(probe.Config{URL: "http://" + cfg.LoadBalancer.Listen + "/", Rate: 200, Timeout: 10 * time.Second}, probe.Deps{})
+	p, err := probe.New(probe.Config{URL: "http://" + cfg.LoadBalancer.Listen + "/", Rate: 200, Timeout: probeTimeout}, probe.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,37 +221,13 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	}
 }
 
-// handedOut is every port freePorts returned in this process: a port whose
-// probe listener is closed may come back from the next bind to port 0, and
-// the subtests run at once.
-var handedOut = struct {
-	sync.Mutex
-	ports map[int]bool
-}{ports: map[int]bool{}}
-
-// freePorts returns n free loopback ports, never one returned before.
+// freePorts returns n free loopback ports, claimed against the fleets of
+// this and every other test process (demo.FreePorts).
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	handedOut.Lock()
-	defer handedOut.Unlock()
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for len(ports) < n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		port := l.Addr().(*net.TCPAddr).Port
-		if !handedOut.ports[port] {
-			handedOut.ports[port] = true
-			ports = append(ports, port)
-		}
+	ports, err := demo.FreePorts(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ports
 }

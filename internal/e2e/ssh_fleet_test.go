@@ -229,7 +229,7 @@ func TestSSHFleet_RollingDeployOverSSH(t *testing.T) {
 		t.Fatalf("first rollout over SSH: exit %d\n%s\n%s", code, out, errOut)
 	}
 
-	p, err := probe.New(probe.Config{URL: "http://" + cfg.LoadBalancer.Listen + "/", Rate: 100, Timeout: 2 * time.Second}, probe.Deps{})
+	p, err := probe.New(probe.Config{URL: "http://" + cfg.LoadBalancer.Listen + "/", Rate: 100, Timeout: probeTimeout}, probe.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
