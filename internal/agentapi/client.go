@@ -1,18 +1,16 @@
 package agentapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/mythex/mythex/internal/apiclient"
 	"github.com/mythex/mythex/internal/history"
 )
 
@@ -36,86 +34,40 @@ var (
 
 // Client calls one host agent. It is safe for concurrent use.
 type Client struct {
-	base  string
-	token string
-	hc    *http.Client
+	api *apiclient.Client
 }
 
 // NewClient returns a client for the agent at base ("http://127.0.0.1:9201" or
 // "127.0.0.1:9201"), authenticating with token. hc nil means a client with a
 // 5 minute overall timeout (starts and stops wait on services).
 func NewClient(base, token string, hc *http.Client) *Client {
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
-	if hc == nil {
-		hc = &http.Client{Timeout: 5 * time.Minute}
-	}
-	return &Client{base: strings.TrimRight(base, "/"), token: token, hc: hc}
+	return &Client{api: apiclient.New(base, token, hc, apiclient.Config{
+		Name: "agent", Timeout: 5 * time.Minute, ErrorLimit: 64 << 10})}
 }
 
 // Base returns the agent's base URL.
-func (c *Client) Base() string { return c.base }
+func (c *Client) Base() string { return c.api.Base() }
 
+// do calls the agent with lease (none when empty) and maps its answer's
+// status to this package's errors; a request that never got an answer is
+// ErrUnreachable unless ctx ended (then ctx's error).
 func (c *Client) do(ctx context.Context, method, path, lease string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		if raw, ok := in.([]byte); ok {
-			body = bytes.NewReader(raw)
-		} else {
-			b, err := json.Marshal(in)
-			if err != nil {
-				return fmt.Errorf("agent %s %s: %w", method, path, err)
-			}
-			body = bytes.NewReader(b)
-		}
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
-	if err != nil {
-		return fmt.Errorf("agent %s %s: %w", method, path, err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
+	req := apiclient.Request{Method: method, Path: path, Body: in}
 	if lease != "" {
-		req.Header.Set(HeaderLease, lease)
+		req.Header = http.Header{HeaderLease: {lease}}
 	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("agent %s %s: %w", method, c.base+path, ctx.Err())
-		}
-		return fmt.Errorf("%w: %s %s: %w", ErrUnreachable, method, c.base+path, err)
+	err := c.api.Do(ctx, req, out)
+	var se *apiclient.StatusError
+	var sendErr *apiclient.SendError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Errorf("%w: %s", statusErr(se.Status), se.Message)
+	case errors.As(err, &sendErr) && ctx.Err() != nil:
+		return fmt.Errorf("agent %s %s: %w", method, sendErr.URL, ctx.Err())
+	case errors.As(err, &sendErr):
+		return fmt.Errorf("%w: %s %s: %w", ErrUnreachable, method, sendErr.URL, sendErr.Err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		var eb ErrorBody
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		msg := strings.TrimSpace(string(b))
-		if json.Unmarshal(b, &eb) == nil && eb.Error != "" {
-			msg = eb.Error
-		}
-		return fmt.Errorf("%w: %s", statusErr(resp.StatusCode), msg)
-	}
-	if out == nil {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		return nil
-	}
-	if raw, ok := out.(*rawBody); ok {
-		// An opaque answer (a timeline): read no more than one byte past
-		// its bound, so the caller sees it is too large.
-		b, err := io.ReadAll(io.LimitReader(resp.Body, raw.max+1))
-		if err != nil {
-			return fmt.Errorf("agent %s %s: read answer: %w", method, path, err)
-		}
-		raw.b = b
-		return nil
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("agent %s %s: decode answer: %w", method, path, err)
-	}
-	return nil
+	return err
 }
 
 func statusErr(code int) error {
@@ -188,7 +140,7 @@ func (c *Client) Restored(ctx context.Context) (RestoreStatus, error) {
 		return RestoreStatus{}, err
 	}
 	if st.Restore == nil {
-		return RestoreStatus{}, fmt.Errorf("agent %s does not report whether its host is restored (an older agent)", c.base)
+		return RestoreStatus{}, fmt.Errorf("agent %s does not report whether its host is restored (an older agent)", c.Base())
 	}
 	return *st.Restore, nil
 }

@@ -6,14 +6,9 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/mythex/mythex/internal/apiclient"
 	"github.com/mythex/mythex/internal/history"
 )
-
-// rawBody receives an answer that is not JSON, read up to max+1 bytes.
-type rawBody struct {
-	max int64
-	b   []byte
-}
 
 func timelinePath(id string) string {
 	return strings.Replace(PathTimeline, "{id}", url.PathEscape(id), 1)
@@ -34,9 +29,9 @@ func (c *Client) PutTimeline(ctx context.Context, id string, data []byte) error 
 // ErrNotFound (the deploy was recorded there without a timeline, or the
 // agent predates timelines).
 func (c *Client) Timeline(ctx context.Context, id string) ([]byte, error) {
-	raw := &rawBody{max: history.MaxTimeline}
+	raw := &apiclient.Raw{Max: history.MaxTimeline}
 	if err := c.do(ctx, http.MethodGet, timelinePath(id), "", nil, raw); err != nil {
 		return nil, err
 	}
-	return raw.b, nil
+	return raw.Bytes, nil
 }

@@ -1,16 +1,14 @@
 package lbapi
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
+
+	"github.com/mythex/mythex/internal/apiclient"
 )
 
 // Errors of Client calls, matched with errors.Is against an *APIError.
@@ -68,23 +66,19 @@ func (e *APIError) Is(target error) bool {
 // Client talks to the admin API of a mythex lb (docs/lb.md). Safe for
 // concurrent use.
 type Client struct {
-	base  string
-	token string
-	hc    *http.Client
+	api *apiclient.Client
 }
 
 // NewClient returns a client for the admin API at baseURL ("http://127.0.0.1:8079";
 // a bare host:port gets http://) with the bearer token. hc nil means a client
 // with a 10s timeout.
 func NewClient(baseURL, token string, hc *http.Client) *Client {
-	if !strings.Contains(baseURL, "://") {
-		baseURL = "http://" + baseURL
-	}
-	if hc == nil {
-		hc = &http.Client{Timeout: 10 * time.Second}
-	}
-	return &Client{base: strings.TrimRight(baseURL, "/"), token: token, hc: hc}
+	return &Client{api: apiclient.New(baseURL, token, hc, apiclient.Config{
+		Name: "lb admin", Timeout: 10 * time.Second, ErrorLimit: maxAnswer, AnswerLimit: maxAnswer})}
 }
+
+// maxAnswer is the most bytes of an answer the client reads (4 MiB).
+const maxAnswer = 4 << 20
 
 // Targets lists every registered or draining target.
 func (c *Client) Targets(ctx context.Context) ([]TargetStatus, error) {
@@ -167,42 +161,13 @@ func (c *Client) WaitOutOfRotation(ctx context.Context, id string, poll time.Dur
 	}
 }
 
+// do calls the admin API; an answer other than 2xx is an *APIError,
+// wrapped with the method and the path.
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return fmt.Errorf("lb admin: %w", err)
-		}
-		body = bytes.NewReader(b)
+	err := c.api.Do(ctx, apiclient.Request{Method: method, Path: path, Body: in}, out)
+	var se *apiclient.StatusError
+	if errors.As(err, &se) {
+		return fmt.Errorf("%s %s: %w", method, path, &APIError{Status: se.Status, Message: se.Message})
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
-	if err != nil {
-		return fmt.Errorf("lb admin: %w", err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("lb admin %s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		return fmt.Errorf("lb admin %s %s: %w", method, path, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e ErrorBody
-		msg := strings.TrimSpace(string(b))
-		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			msg = e.Error
-		}
-		return fmt.Errorf("%s %s: %w", method, path, &APIError{Status: resp.StatusCode, Message: msg})
-	}
-	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("lb admin %s %s: decode answer: %w", method, path, err)
-	}
-	return nil
+	return err
 }

@@ -165,7 +165,9 @@ func TestBuildSpec_Refuses(t *testing.T) {
 		wantField string
 		wantMsg   string
 	}{
-		{"reserved label", func(s *definition.Service) { s.Labels[LabelVersion] = "x" }, "labels.mythex.version", "sets itself"},
+		{"reserved label", func(s *definition.Service) { s.Labels[LabelVersion] = "x" }, "labels.io.mythex.version", "sets itself"},
+		{"reserved legacy label", func(s *definition.Service) { s.Labels["mythex.version"] = "x" }, "labels.mythex.version", "sets itself"},
+		{"reserved legacy managed label", func(s *definition.Service) { s.Labels["mythex.managed"] = "true" }, "labels.mythex.managed", "sets itself"},
 		{"process-only health check", func(s *definition.Service) { s.Healthcheck.Test = nil }, "healthcheck.test", "x-mythex.health_path"},
 	}
 	for _, tc := range cases {

@@ -40,7 +40,7 @@ func (d *Docker) Prune(ctx context.Context, keep ...string) ([]string, error) {
 	type imageRef struct{ ref, id string }
 	var refs []imageRef
 	for _, c := range victims {
-		unlock, err := d.lockService(c.Config.Labels[LabelService])
+		unlock, err := d.lockService(label(c.Config.Labels, LabelService))
 		if err != nil {
 			return pruned, err
 		}
@@ -62,7 +62,7 @@ func (d *Docker) Prune(ctx context.Context, keep ...string) ([]string, error) {
 		if err != nil && !cerrdefs.IsNotFound(err) {
 			return pruned, fmt.Errorf("docker runtime: prune: remove container %s: %w", short(c.ID), err)
 		}
-		d.log.Info("docker runtime: removed container", "service", c.Config.Labels[LabelService], "version", c.Config.Labels[LabelVersion], "id", short(c.ID))
+		d.log.Info("docker runtime: removed container", "service", label(c.Config.Labels, LabelService), "version", label(c.Config.Labels, LabelVersion), "id", short(c.ID))
 		pruned = append(pruned, c.ID)
 		refs = append(refs, imageRef{ref: c.Config.Image, id: c.Image})
 	}
@@ -111,10 +111,10 @@ func (d *Docker) Prune(ctx context.Context, keep ...string) ([]string, error) {
 func pruneVictims(cs []container.InspectResponse, keep []string, keepVersions int, stopping func(id string) bool) []container.InspectResponse {
 	byService := map[string][]container.InspectResponse{}
 	for _, c := range cs {
-		if active(&c) || stopping(c.ID) || slices.Contains(keep, c.Config.Labels[LabelSpecHash]) {
+		if active(&c) || stopping(c.ID) || slices.Contains(keep, label(c.Config.Labels, LabelSpecHash)) {
 			continue
 		}
-		name := c.Config.Labels[LabelService]
+		name := label(c.Config.Labels, LabelService)
 		byService[name] = append(byService[name], c)
 	}
 	var out []container.InspectResponse

@@ -28,6 +28,9 @@ func TestPruneVictims(t *testing.T) {
 		c("gw2", "gateway", "g2", container.StateRestarting, "2025-01-01T02:00:00Z"),
 		c("gw3", "gateway", "g3", container.StateCreated, never),
 	}
+	// api1 and gw1 were made by an older mythex: the same service and spec
+	// under the legacy keys.
+	all[0].Config.Labels, all[4].Config.Labels = legacy(all[0].Config.Labels), legacy(all[4].Config.Labels)
 	none := func(string) bool { return false }
 	cases := []struct {
 		name     string

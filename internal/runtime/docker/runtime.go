@@ -30,7 +30,8 @@
 // times Start restarted a container) in Options.StateDir, so an agent that
 // restarts still tells a crash (exited) from a stop (stopped). Containers
 // outlive the agent: a new runtime on the same engine, host and labels finds
-// them by their labels.
+// them by their labels, including those an older mythex labeled with the
+// legacy keys (mythex.managed, … before io.mythex.*; see legacyKeys).
 //
 // # Engines
 //
@@ -211,7 +212,7 @@ func (d *Docker) Start(ctx context.Context, svc definition.Service) error {
 	var existing *container.InspectResponse
 	for i := range cs {
 		c := &cs[i]
-		if c.Config.Labels[LabelSpecHash] == want {
+		if label(c.Config.Labels, LabelSpecHash) == want {
 			existing = c
 		}
 		if !active(c) {
@@ -221,11 +222,11 @@ func (d *Docker) Start(ctx context.Context, svc definition.Service) error {
 			return fmt.Errorf("docker runtime: start %s version %s: container %s is stopping; start it again once Stop returns: %w",
 				svc.Name, svc.Version, short(c.ID), runtime.ErrConflict)
 		}
-		if c.Config.Labels[LabelSpecHash] == want {
+		if label(c.Config.Labels, LabelSpecHash) == want {
 			return nil
 		}
 		return fmt.Errorf("docker runtime: start %s version %s: container %s (version %s) is running: %w",
-			svc.Name, svc.Version, short(c.ID), c.Config.Labels[LabelVersion], runtime.ErrConflict)
+			svc.Name, svc.Version, short(c.ID), label(c.Config.Labels, LabelVersion), runtime.ErrConflict)
 	}
 	id := ""
 	if existing != nil {
@@ -350,23 +351,31 @@ func (d *Docker) Close() error {
 }
 
 // inspectAll inspects every container in the runtime's scope (of service
-// only, when not empty). A container removed between list and inspect is
-// skipped.
+// only, when not empty), labeled with the current keys or the legacy ones
+// (see legacyKeys). A container removed between list and inspect is skipped.
 func (d *Docker) inspectAll(ctx context.Context, service string) ([]container.InspectResponse, error) {
-	list, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: d.scope.filter(service)})
-	if err != nil {
-		return nil, err
+	var ids []string
+	for _, f := range d.scope.filters(service) {
+		list, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range list {
+			if !slices.Contains(ids, s.ID) {
+				ids = append(ids, s.ID)
+			}
+		}
 	}
-	out := make([]container.InspectResponse, 0, len(list))
-	for _, s := range list {
-		c, err := d.cli.ContainerInspect(ctx, s.ID)
+	out := make([]container.InspectResponse, 0, len(ids))
+	for _, id := range ids {
+		c, err := d.cli.ContainerInspect(ctx, id)
 		if cerrdefs.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		if c.Config == nil || c.State == nil {
+		if c.Config == nil || c.State == nil || !d.scope.owns(c.Config.Labels, service) {
 			continue
 		}
 		out = append(out, c)

@@ -392,3 +392,49 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestDocker_ManagesLegacyContainers: a container an older mythex started,
+// labeled mythex.managed, mythex.host, … rather than io.mythex.*, is still
+// the runtime's after an upgrade: it shows in Status, a Start of the same
+// definition keeps it, and Stop stops it.
+func TestDocker_ManagesLegacyContainers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	svc, port := e.service(t, "api", "v1", nil)
+	// The older agent's container: this runtime's spec under the legacy keys.
+	spec, err := buildSpec(svc, scope{host: e.host, labels: e.labels()}, e.cli.ClientVersion())
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Config.Labels = legacy(spec.Config.Labels)
+	ctx := context.Background()
+	id, err := e.newDocker(t, Options{}).create(ctx, svc, spec)
+	if err != nil {
+		t.Fatalf("create the legacy container: %v", err)
+	}
+
+	d := e.newDocker(t, Options{}) // the upgraded agent
+
+	s := healthy(t, d, "api")
+	if s.ID != id || s.Version != "v1" || s.SpecHash != svc.SpecHash() {
+		t.Errorf("status = %+v; want the legacy container %s at v1", s, short(id))
+	}
+	if body := get(t, port); !strings.Contains(body, "version=v1") {
+		t.Errorf("GET / = %q", body)
+	}
+	if err := d.Start(ctx, svc); err != nil {
+		t.Fatalf("Start of the running definition: %v", err)
+	}
+	if sts, err := d.Status(ctx); err != nil || len(sts) != 1 || sts[0].ID != id {
+		t.Fatalf("status after Start = %+v, %v; want only the legacy container", sts, err)
+	}
+	res, err := d.Stop(ctx, "api", runtime.UseSpecGrace)
+	if err != nil || !res.WasRunning || res.ID != id {
+		t.Fatalf("Stop = %+v, %v; want the legacy container stopped", res, err)
+	}
+	other := e.newDocker(t, Options{})
+	other.scope.host = "someone-else"
+	if sts, err := other.Status(ctx); err != nil || len(sts) != 0 {
+		t.Errorf("another host's status = %+v, %v; want nothing", sts, err)
+	}
+}

@@ -36,10 +36,10 @@ func statusOf(c container.InspectResponse, m mark, stopping bool) runtime.Servic
 		labels = c.Config.Labels
 	}
 	s := runtime.ServiceStatus{
-		Name:         labels[LabelService],
+		Name:         label(labels, LabelService),
 		ID:           c.ID,
-		SpecHash:     labels[LabelSpecHash],
-		Version:      labels[LabelVersion],
+		SpecHash:     label(labels, LabelSpecHash),
+		Version:      label(labels, LabelVersion),
 		PID:          st.Pid,
 		StartedAt:    dockerTime(st.StartedAt),
 		FinishedAt:   dockerTime(st.FinishedAt),

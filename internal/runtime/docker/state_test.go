@@ -72,6 +72,16 @@ func TestStatusOf(t *testing.T) {
 	}
 }
 
+// TestStatusOf_LegacyLabels: a container an older mythex labeled
+// mythex.service, … reads as the same service, spec and version.
+func TestStatusOf_LegacyLabels(t *testing.T) {
+	c := inspected(container.StateRunning, 0, never, nil)
+	c.Config.Labels = legacy(c.Config.Labels)
+	if s := statusOf(c, mark{}, false); s.Name != "api" || s.SpecHash != "abc" || s.Version != "v2" {
+		t.Errorf("status = %s %s %s; want api abc v2 from the legacy labels", s.Name, s.SpecHash, s.Version)
+	}
+}
+
 func TestStatusOf_Counts(t *testing.T) {
 	c := inspected(container.StateRunning, 0, never, nil)
 	c.State.OOMKilled = true

@@ -54,7 +54,7 @@ func (d *Docker) Stop(ctx context.Context, name string, grace time.Duration) (ru
 		return runtime.StopResult{Name: name, ID: latest.ID, ExitCode: s.ExitCode, Signal: s.Signal}, nil
 	}
 	if grace < 0 {
-		grace, err = time.ParseDuration(target.Config.Labels[LabelStopGracePeriod])
+		grace, err = time.ParseDuration(label(target.Config.Labels, LabelStopGracePeriod))
 		if err != nil || grace < 0 {
 			grace = 10 * time.Second // Docker's default
 		}
