@@ -7,25 +7,33 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/lbport"
 )
 
 var services = []string{"api", "orchestrator", "gateway", "publish-worker"}
 
+// testConfig is a fleet's numbers as a real one would set them: a 5 s
+// health check passing twice, a 5 s drain serve period, a 2 min drain
+// bound and Nomad's 10 s min_healthy_time; the fixture's deploy polls every
+// 2 s (lbport.DefaultPollInterval), and the fakes move a step per poll. The
+// deploy tests run in synctest bubbles, so these minutes of bubble time take
+// milliseconds, and the same steps however loaded the machine is.
 func testConfig(mode string) *fleet.Config {
 	c := fleet.Default()
-	c.LoadBalancer.HealthCheck.Interval = 10 * time.Millisecond
-	c.LoadBalancer.HealthCheck.Timeout = 5 * time.Millisecond
+	c.LoadBalancer.HealthCheck.Interval = 5 * time.Second
+	c.LoadBalancer.HealthCheck.Timeout = 2 * time.Second
 	c.LoadBalancer.HealthCheck.HealthyThreshold = 2
-	c.Drain.ServePeriod = 20 * time.Millisecond
-	c.Drain.ShutdownTimeout = 10 * time.Millisecond
-	c.Drain.Max = 500 * time.Millisecond
+	c.Drain.ServePeriod = 5 * time.Second
+	c.Drain.ShutdownTimeout = 10 * time.Second
+	c.Drain.Max = 2 * time.Minute
 	c.Deploy.DrainMode = mode
-	c.Deploy.LeaseTTL = time.Second
+	c.Deploy.LeaseTTL = 30 * time.Second
 	c.Deploy.Verify = services
-	c.Deploy.MinHealthyTime = 20 * time.Millisecond
+	c.Deploy.MinHealthyTime = 10 * time.Second
 	return &c
 }
 
@@ -52,7 +60,7 @@ func (f *fixture) options(cfg *fleet.Config, version string) Options {
 	}
 	return Options{
 		Config: cfg, Version: version, Hosts: hosts, LB: f.lb, Front: f.lb,
-		Verify: cfg.Deploy.Verify, TargetServices: []string{"gateway"}, Poll: time.Millisecond,
+		Verify: cfg.Deploy.Verify, TargetServices: []string{"gateway"}, Poll: lbport.DefaultPollInterval,
 		Observer: ObserverFunc(func(e Event) {
 			f.mu.Lock()
 			f.events = append(f.events, e)
@@ -61,20 +69,37 @@ func (f *fixture) options(cfg *fleet.Config, version string) Options {
 	}
 }
 
+// bubbleRun runs f as the subtest name inside a synctest bubble, where time
+// is the bubble's: it advances only when every goroutine of the bubble is
+// durably blocked. A deploy against the in-memory fakes then takes the same
+// steps however loaded the machine is — a poll cannot land late because the
+// scheduler starved it — and a deploy of minutes takes milliseconds. Within
+// the bubble t.Run, t.Parallel and t.Deadline must not be called, so a table
+// test runs each case through this rather than nesting synctest.Test.
+func bubbleRun(t *testing.T, name string, f func(t *testing.T)) bool {
+	t.Helper()
+	return t.Run(name, func(t *testing.T) { synctest.Test(t, f) })
+}
+
+// run deploys with o and returns what Run returned. Call it inside a
+// synctest bubble (synctest.Test or bubbleRun), with the fixture made in
+// it too: the fakes stamp their starts with time.Now, and the deploy's
+// timing (its min_healthy_time window, its drain bound, the hour this
+// allows it) is then the bubble's clock, not the machine's.
 func run(t *testing.T, o Options) (Result, error) {
 	t.Helper()
 	d, err := New(o)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	return d.Run(ctx)
 }
 
 func TestDeployer_Run_AllHosts(t *testing.T) {
 	for _, mode := range []string{fleet.DrainModeDeregister, fleet.DrainModeHealth, fleet.DrainModeBoth} {
-		t.Run(mode, func(t *testing.T) {
+		bubbleRun(t, mode, func(t *testing.T) {
 			f := newFixture(3)
 			res, err := run(t, f.options(testConfig(mode), "v2"))
 			if err != nil {
@@ -121,12 +146,12 @@ func TestDeployer_Run_AllHosts(t *testing.T) {
 	}
 }
 
-func TestDeployer_Run_OneHostAtATime(t *testing.T) {
-	f := newFixture(3)
-	o := f.options(testConfig(fleet.DrainModeBoth), "v2")
+// mostAtOnce observes o's deploy and reports, once it ran, the most hosts
+// deployed at once: from their lease to the end of their verify.
+func mostAtOnce(o *Options) func() int {
 	var mu sync.Mutex
 	active := map[string]bool{}
-	maxActive := 0
+	most := 0
 	o.Observer = ObserverFunc(func(e Event) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -136,37 +161,39 @@ func TestDeployer_Run_OneHostAtATime(t *testing.T) {
 		case e.Phase == PhaseVerify && e.Kind == EventEnd:
 			delete(active, e.Host)
 		}
-		maxActive = max(maxActive, len(active))
+		most = max(most, len(active))
 	})
-	if _, err := run(t, o); err != nil {
-		t.Fatal(err)
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return most
 	}
-	if maxActive != 1 {
-		t.Errorf("%d hosts deployed at once, want 1 (batch_size 1)", maxActive)
-	}
+}
 
-	f = newFixture(4)
-	cfg := testConfig(fleet.DrainModeBoth)
-	cfg.Deploy.BatchSize = 2
-	o = f.options(cfg, "v2")
-	maxActive = 0
-	o.Observer = ObserverFunc(func(e Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case e.Phase == PhaseLease && e.Kind == EventBegin:
-			active[e.Host] = true
-		case e.Phase == PhaseVerify && e.Kind == EventEnd:
-			delete(active, e.Host)
+func TestDeployer_Run_OneHostAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(3)
+		o := f.options(testConfig(fleet.DrainModeBoth), "v2")
+		most := mostAtOnce(&o)
+		if _, err := run(t, o); err != nil {
+			t.Fatal(err)
 		}
-		maxActive = max(maxActive, len(active))
+		if n := most(); n != 1 {
+			t.Errorf("%d hosts deployed at once, want 1 (batch_size 1)", n)
+		}
+
+		f = newFixture(4)
+		cfg := testConfig(fleet.DrainModeBoth)
+		cfg.Deploy.BatchSize = 2
+		o = f.options(cfg, "v2")
+		most = mostAtOnce(&o)
+		if _, err := run(t, o); err != nil {
+			t.Fatal(err)
+		}
+		if n := most(); n > 2 {
+			t.Errorf("%d hosts at once, want at most 2", n)
+		}
 	})
-	if _, err := run(t, o); err != nil {
-		t.Fatal(err)
-	}
-	if maxActive > 2 {
-		t.Errorf("%d hosts at once, want at most 2", maxActive)
-	}
 }
 
 func TestDeployer_Run_Failures(t *testing.T) {
@@ -203,7 +230,7 @@ func TestDeployer_Run_Failures(t *testing.T) {
 		},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+		bubbleRun(t, tc.name, func(t *testing.T) {
 			f := newFixture(3)
 			o := f.options(testConfig(fleet.DrainModeBoth), "v2")
 			tc.setup(f, &o)
@@ -264,7 +291,7 @@ func TestDeployer_Run_RefusedBeforeTouchingAnything(t *testing.T) {
 		{"another deploy holds the fleet lease", func(f *fixture) { f.agents[1].fleet = "other deploy" }, ErrInProgress},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+		bubbleRun(t, tc.name, func(t *testing.T) {
 			f := newFixture(3)
 			tc.setup(f)
 			_, err := run(t, f.options(testConfig(fleet.DrainModeBoth), "v2"))
@@ -287,68 +314,74 @@ func TestDeployer_Run_RefusedBeforeTouchingAnything(t *testing.T) {
 }
 
 func TestDeployer_Run_FirstRolloutHasNothingToDrain(t *testing.T) {
-	f := newFixture(2)
-	for _, a := range f.agents {
-		a.running, a.current, a.lastGood = "", nil, nil
-	}
-	// Fail-open keeps the empty targets in rotation; waiting on them would
-	// never end.
-	f.lb.stuckInFlight = "web-1"
-	res, err := run(t, f.options(testConfig(fleet.DrainModeHealth), "v1"))
-	if err != nil {
-		t.Fatalf("first rollout: %v", err)
-	}
-	for _, h := range res.Hosts {
-		if !h.OK {
-			t.Errorf("%s: %+v", h.Host, h)
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(2)
+		for _, a := range f.agents {
+			a.running, a.current, a.lastGood = "", nil, nil
 		}
-	}
-	if v, _ := f.agents[0].snapshot(); v != "v1" {
-		t.Errorf("web-1 runs %q", v)
-	}
+		// Fail-open keeps the empty targets in rotation; waiting on them would
+		// never end.
+		f.lb.stuckInFlight = "web-1"
+		res, err := run(t, f.options(testConfig(fleet.DrainModeHealth), "v1"))
+		if err != nil {
+			t.Fatalf("first rollout: %v", err)
+		}
+		for _, h := range res.Hosts {
+			if !h.OK {
+				t.Errorf("%s: %+v", h.Host, h)
+			}
+		}
+		if v, _ := f.agents[0].snapshot(); v != "v1" {
+			t.Errorf("web-1 runs %q", v)
+		}
+	})
 }
 
 func TestDeployer_Run_FailedFirstRolloutStopsTheNewServices(t *testing.T) {
-	f := newFixture(1)
-	a := f.agents[0]
-	a.running, a.current, a.lastGood = "", nil, nil
-	a.unhealthyFor = "v1"
-	o := f.options(testConfig(fleet.DrainModeBoth), "v1")
-	o.AllowDowntime = true // one host
-	_, err := run(t, o)
-	var se *StepError
-	if !errors.As(err, &se) || !se.RolledBack {
-		t.Fatalf("err = %v, want a rolled-back step error", err)
-	}
-	if v, _ := a.snapshot(); v != "" {
-		t.Errorf("web-1 still runs %q; a failed first rollout must stop what it started", v)
-	}
-	if slices.Contains(a.log, "rollback") {
-		t.Error("asked the agent to restore a previous definition that does not exist")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(1)
+		a := f.agents[0]
+		a.running, a.current, a.lastGood = "", nil, nil
+		a.unhealthyFor = "v1"
+		o := f.options(testConfig(fleet.DrainModeBoth), "v1")
+		o.AllowDowntime = true // one host
+		_, err := run(t, o)
+		var se *StepError
+		if !errors.As(err, &se) || !se.RolledBack {
+			t.Fatalf("err = %v, want a rolled-back step error", err)
+		}
+		if v, _ := a.snapshot(); v != "" {
+			t.Errorf("web-1 still runs %q; a failed first rollout must stop what it started", v)
+		}
+		if slices.Contains(a.log, "rollback") {
+			t.Error("asked the agent to restore a previous definition that does not exist")
+		}
+	})
 }
 
 func TestDeployer_Run_ReportsKilledServices(t *testing.T) {
-	f := newFixture(1)
-	f.agents[0].killOnStop = true
-	o := f.options(testConfig(fleet.DrainModeBoth), "v2")
-	o.AllowDowntime = true // one host
-	res, err := run(t, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(res.Hosts[0].Killed, []string{"gateway"}) {
-		t.Errorf("killed = %v, want [gateway]", res.Hosts[0].Killed)
-	}
-	found := false
-	for _, e := range f.events {
-		if e.Kind == EventNote && strings.Contains(e.Detail, "ignored SIGTERM") {
-			found = true
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(1)
+		f.agents[0].killOnStop = true
+		o := f.options(testConfig(fleet.DrainModeBoth), "v2")
+		o.AllowDowntime = true // one host
+		res, err := run(t, o)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if !found {
-		t.Error("no event reported the killed service")
-	}
+		if !slices.Equal(res.Hosts[0].Killed, []string{"gateway"}) {
+			t.Errorf("killed = %v, want [gateway]", res.Hosts[0].Killed)
+		}
+		found := false
+		for _, e := range f.events {
+			if e.Kind == EventNote && strings.Contains(e.Detail, "ignored SIGTERM") {
+				found = true
+			}
+		}
+		if !found {
+			t.Error("no event reported the killed service")
+		}
+	})
 }
 
 func TestNew_Preflight(t *testing.T) {
@@ -388,7 +421,7 @@ func TestDeployer_CommitBeforeMarkGood(t *testing.T) {
 		"web-2 fails":    {failStartOn: "web-2"},
 	}
 	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
+		bubbleRun(t, name, func(t *testing.T) {
 			f := newFixture(3)
 			var atFirstMarkGood []string
 			for _, a := range f.agents {

@@ -12,7 +12,7 @@ import (
 // drain, back through initial to healthy.
 func TestDeployer_Run_TargetEvents(t *testing.T) {
 	for _, mode := range []string{fleet.DrainModeDeregister, fleet.DrainModeHealth} {
-		t.Run(mode, func(t *testing.T) {
+		bubbleRun(t, mode, func(t *testing.T) {
 			f := newFixture(2)
 			if _, err := run(t, f.options(testConfig(mode), "v2")); err != nil {
 				t.Fatalf("Run: %v", err)

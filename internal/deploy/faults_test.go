@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -134,144 +135,154 @@ func hasChange(f *fixture, change string) bool {
 // inside min_healthy_time. Look twice catches it on web-1, which is rolled
 // back; the release never reaches web-2.
 func TestDeployer_Run_LateCrashNeverReachesASecondHost(t *testing.T) {
-	f := newFixture(3)
-	cfg := testConfig(fleet.DrainModeBoth)
-	cfg.Deploy.MinHealthyTime = 300 * time.Millisecond
-	for _, a := range f.agents {
-		a.crashFor, a.crashAfter = "v2", 3
-	}
-	_, err := run(t, f.options(cfg, "v2"))
-	var se *StepError
-	if !errors.As(err, &se) || se.Host != "web-1" || se.Phase != PhaseVerify || !se.RolledBack {
-		t.Fatalf("err = %v; want web-1 failed at verify and rolled back", err)
-	}
-	if !strings.Contains(err.Error(), "gateway: exited") {
-		t.Errorf("err = %v, want it to name the gateway's exit", err)
-	}
-	for _, a := range f.agents {
-		if v, h := a.snapshot(); v != "v1" || !h {
-			t.Errorf("%s runs %q healthy=%v, want v1", a.name, v, h)
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(3)
+		cfg := testConfig(fleet.DrainModeBoth)
+		cfg.Deploy.MinHealthyTime = 30 * time.Second
+		for _, a := range f.agents {
+			a.crashFor, a.crashAfter = "v2", 3
 		}
-		if string(a.lastGood) != string(defBytes("v1")) {
-			t.Errorf("%s last good is not v1", a.name)
+		_, err := run(t, f.options(cfg, "v2"))
+		var se *StepError
+		if !errors.As(err, &se) || se.Host != "web-1" || se.Phase != PhaseVerify || !se.RolledBack {
+			t.Fatalf("err = %v; want web-1 failed at verify and rolled back", err)
 		}
-	}
-	if len(f.agents[1].log) != 0 || len(f.agents[2].log) != 0 {
-		t.Errorf("the release reached another host: web-2 %v, web-3 %v", f.agents[1].log, f.agents[2].log)
-	}
+		if !strings.Contains(err.Error(), "gateway: exited") {
+			t.Errorf("err = %v, want it to name the gateway's exit", err)
+		}
+		for _, a := range f.agents {
+			if v, h := a.snapshot(); v != "v1" || !h {
+				t.Errorf("%s runs %q healthy=%v, want v1", a.name, v, h)
+			}
+			if string(a.lastGood) != string(defBytes("v1")) {
+				t.Errorf("%s last good is not v1", a.name)
+			}
+		}
+		if len(f.agents[1].log) != 0 || len(f.agents[2].log) != 0 {
+			t.Errorf("the release reached another host: web-2 %v, web-3 %v", f.agents[1].log, f.agents[2].log)
+		}
+	})
 }
 
 // A crash on web-2 after web-1 moved: web-2 is restored and web-1 rolled
 // back with the fleet; nothing is marked good on the new version.
 func TestDeployer_Run_FleetRollback(t *testing.T) {
-	f := newFixture(3)
-	cfg := testConfig(fleet.DrainModeBoth)
-	cfg.Deploy.MinHealthyTime = 300 * time.Millisecond
-	f.agents[1].crashFor, f.agents[1].crashAfter = "v2", 3
-	res, err := run(t, f.options(cfg, "v2"))
-	if !errors.Is(err, ErrFleetRolledBack) {
-		t.Fatalf("err = %v, want the fleet rolled back", err)
-	}
-	if !slices.Equal(res.RolledBack, []string{"web-1"}) {
-		t.Errorf("fleet rollback = %v, want [web-1]", res.RolledBack)
-	}
-	for _, a := range f.agents {
-		if v, h := a.snapshot(); v != "v1" || !h {
-			t.Errorf("%s runs %q healthy=%v, want v1", a.name, v, h)
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(3)
+		cfg := testConfig(fleet.DrainModeBoth)
+		cfg.Deploy.MinHealthyTime = 30 * time.Second
+		f.agents[1].crashFor, f.agents[1].crashAfter = "v2", 3
+		res, err := run(t, f.options(cfg, "v2"))
+		if !errors.Is(err, ErrFleetRolledBack) {
+			t.Fatalf("err = %v, want the fleet rolled back", err)
 		}
-		if string(a.lastGood) == string(defBytes("v2")) {
-			t.Errorf("%s recorded v2 as last good", a.name)
+		if !slices.Equal(res.RolledBack, []string{"web-1"}) {
+			t.Errorf("fleet rollback = %v, want [web-1]", res.RolledBack)
 		}
-		if a.lease != "" || a.fleet != "" {
-			t.Errorf("%s leases left held", a.name)
+		for _, a := range f.agents {
+			if v, h := a.snapshot(); v != "v1" || !h {
+				t.Errorf("%s runs %q healthy=%v, want v1", a.name, v, h)
+			}
+			if string(a.lastGood) == string(defBytes("v2")) {
+				t.Errorf("%s recorded v2 as last good", a.name)
+			}
+			if a.lease != "" || a.fleet != "" {
+				t.Errorf("%s leases left held", a.name)
+			}
 		}
-	}
-	if !slices.Contains(f.agents[0].log, "rollback") {
-		t.Errorf("web-1 did %v, want a rollback", f.agents[0].log)
-	}
-	if len(f.agents[2].log) != 0 {
-		t.Errorf("web-3 was touched: %v", f.agents[2].log)
-	}
+		if !slices.Contains(f.agents[0].log, "rollback") {
+			t.Errorf("web-1 did %v, want a rollback", f.agents[0].log)
+		}
+		if len(f.agents[2].log) != 0 {
+			t.Errorf("web-3 was touched: %v", f.agents[2].log)
+		}
+	})
 }
 
 // web-1 passes its look twice and crashes afterwards: the recheck before
 // web-2 catches it, and web-2 is never drained.
 func TestDeployer_Run_RecheckBeforeTheNextBatch(t *testing.T) {
-	f := newFixture(2)
-	cfg := testConfig(fleet.DrainModeBoth)
-	cfg.Deploy.MinHealthyTime = 50 * time.Millisecond
-	f.agents[0].crashFor, f.agents[0].crashAfter = "v2", 1_000_000
-	o := f.options(cfg, "v2")
-	o.Observer = ObserverFunc(func(e Event) {
-		if e.Host == "web-1" && e.Phase == PhaseVerify && e.Kind == EventEnd {
-			a := f.agents[0]
-			a.mu.Lock()
-			a.crashAfter = 0
-			a.mu.Unlock()
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(2)
+		cfg := testConfig(fleet.DrainModeBoth)
+		cfg.Deploy.MinHealthyTime = 20 * time.Second
+		f.agents[0].crashFor, f.agents[0].crashAfter = "v2", 1_000_000
+		o := f.options(cfg, "v2")
+		o.Observer = ObserverFunc(func(e Event) {
+			if e.Host == "web-1" && e.Phase == PhaseVerify && e.Kind == EventEnd {
+				a := f.agents[0]
+				a.mu.Lock()
+				a.crashAfter = 0
+				a.mu.Unlock()
+			}
+		})
+		_, err := run(t, o)
+		if !errors.Is(err, ErrRecheck) || !errors.Is(err, ErrFleetRolledBack) {
+			t.Fatalf("err = %v, want a failed recheck and a fleet rollback", err)
+		}
+		if len(f.agents[1].log) != 0 {
+			t.Errorf("web-2 was touched after web-1 failed: %v", f.agents[1].log)
+		}
+		if v, _ := f.agents[0].snapshot(); v != "v1" {
+			t.Errorf("web-1 runs %q, want v1", v)
 		}
 	})
-	_, err := run(t, o)
-	if !errors.Is(err, ErrRecheck) || !errors.Is(err, ErrFleetRolledBack) {
-		t.Fatalf("err = %v, want a failed recheck and a fleet rollback", err)
-	}
-	if len(f.agents[1].log) != 0 {
-		t.Errorf("web-2 was touched after web-1 failed: %v", f.agents[1].log)
-	}
-	if v, _ := f.agents[0].snapshot(); v != "v1" {
-		t.Errorf("web-1 runs %q, want v1", v)
-	}
 }
 
 // The degraded fleet: web-2 and web-3 deregistered by hand; the
 // deploy refuses to drain web-1, the only target in rotation, and names the
 // hosts that are out.
 func TestDeployer_Run_DegradedFleetIsRefused(t *testing.T) {
-	f := newFixture(3)
-	for _, id := range []string{"web-2", "web-3"} {
-		f.lb.targets[id].registered, f.lb.targets[id].inFlight = false, 0
-	}
-	_, err := run(t, f.options(testConfig(fleet.DrainModeBoth), "v2"))
-	if !errors.Is(err, ErrCapacity) {
-		t.Fatalf("err = %v, want ErrCapacity", err)
-	}
-	for _, want := range []string{"web-2", "web-3", "nothing was changed"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("err = %v; want it to say %q", err, want)
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(3)
+		for _, id := range []string{"web-2", "web-3"} {
+			f.lb.targets[id].registered, f.lb.targets[id].inFlight = false, 0
 		}
-	}
-	for _, a := range f.agents {
-		if len(a.log) != 0 {
-			t.Errorf("%s was touched: %v", a.name, a.log)
+		_, err := run(t, f.options(testConfig(fleet.DrainModeBoth), "v2"))
+		if !errors.Is(err, ErrCapacity) {
+			t.Fatalf("err = %v, want ErrCapacity", err)
 		}
-	}
-	if len(f.lb.changes) != 0 {
-		t.Errorf("the LB was changed: %v", f.lb.changes)
-	}
-	var progress int
-	for _, e := range f.events {
-		if e.Kind == EventProgress && strings.Contains(e.Detail, "web-2") {
-			progress++
+		for _, want := range []string{"web-2", "web-3", "nothing was changed"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("err = %v; want it to say %q", err, want)
+			}
 		}
-	}
-	if progress == 0 {
-		t.Error("the capacity wait printed no progress naming the hosts that are out")
-	}
+		for _, a := range f.agents {
+			if len(a.log) != 0 {
+				t.Errorf("%s was touched: %v", a.name, a.log)
+			}
+		}
+		if len(f.lb.changes) != 0 {
+			t.Errorf("the LB was changed: %v", f.lb.changes)
+		}
+		var progress int
+		for _, e := range f.events {
+			if e.Kind == EventProgress && strings.Contains(e.Detail, "web-2") {
+				progress++
+			}
+		}
+		if progress == 0 {
+			t.Error("the capacity wait printed no progress naming the hosts that are out")
+		}
+	})
 }
 
 // One refused connection to the LB never fails a deploy.
 func TestDeployer_Run_RetriesARefusedLB(t *testing.T) {
-	f := newFixture(2)
-	f.lb.refuse = 3
-	o := f.options(testConfig(fleet.DrainModeBoth), "v2")
-	if _, err := run(t, o); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	retried := slices.ContainsFunc(f.events, func(e Event) bool {
-		return e.Kind == EventProgress && strings.Contains(e.Detail, "connection refused")
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(2)
+		f.lb.refuse = 3
+		o := f.options(testConfig(fleet.DrainModeBoth), "v2")
+		if _, err := run(t, o); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		retried := slices.ContainsFunc(f.events, func(e Event) bool {
+			return e.Kind == EventProgress && strings.Contains(e.Detail, "connection refused")
+		})
+		if !retried {
+			t.Error("no progress line said a call was retried")
+		}
 	})
-	if !retried {
-		t.Error("no progress line said a call was retried")
-	}
 }
 
 // A lease the agent no longer holds is lost for good; one this deployer
@@ -322,19 +333,21 @@ func TestLease_Confirm(t *testing.T) {
 
 // A deploy whose host lease is gone changes nothing at the LB for it.
 func TestDeployer_LBChangesAreFencedByTheLease(t *testing.T) {
-	f := newFixture(2)
-	f.agents[0].loseLeaseOnce = true
-	o := f.options(testConfig(fleet.DrainModeBoth), "v2")
-	_, err := run(t, o)
-	if !errors.Is(err, ErrLeaseLost) {
-		t.Fatalf("err = %v, want ErrLeaseLost", err)
-	}
-	if hasChange(f, "deregister web-1") || hasChange(f, "register web-1") {
-		t.Errorf("the LB was changed for web-1 without a live lease: %v", f.lb.changes)
-	}
-	if strings.Contains(err.Error(), "ROLLBACK FAILED") {
-		t.Errorf("err = %v: a host whose lease is gone is the agent's to restore, not a failed rollback", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(2)
+		f.agents[0].loseLeaseOnce = true
+		o := f.options(testConfig(fleet.DrainModeBoth), "v2")
+		_, err := run(t, o)
+		if !errors.Is(err, ErrLeaseLost) {
+			t.Fatalf("err = %v, want ErrLeaseLost", err)
+		}
+		if hasChange(f, "deregister web-1") || hasChange(f, "register web-1") {
+			t.Errorf("the LB was changed for web-1 without a live lease: %v", f.lb.changes)
+		}
+		if strings.Contains(err.Error(), "ROLLBACK FAILED") {
+			t.Errorf("err = %v: a host whose lease is gone is the agent's to restore, not a failed rollback", err)
+		}
+	})
 }
 
 // A target the LB stops calling healthy for a moment (a slow check on a busy
@@ -342,29 +355,31 @@ func TestDeployer_LBChangesAreFencedByTheLease(t *testing.T) {
 // healthy_deadline; the host is verified once it stays healthy a whole
 // window.
 func TestDeployer_Run_LookRestartsOnAFlap(t *testing.T) {
-	f := newFixture(2)
-	cfg := testConfig(fleet.DrainModeBoth)
-	cfg.Deploy.MinHealthyTime = 100 * time.Millisecond
-	o := f.options(cfg, "v2")
-	flapped := false
-	o.Observer = ObserverFunc(func(e Event) {
-		f.mu.Lock()
-		f.events = append(f.events, e)
-		f.mu.Unlock()
-		if e.Host == "web-1" && e.Phase == PhaseVerify && e.Kind == EventBegin && !flapped {
-			flapped = true
-			f.lb.mu.Lock()
-			f.lb.targets["web-1"].state, f.lb.targets["web-1"].polls = "unhealthy", 0
-			f.lb.mu.Unlock()
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(2)
+		cfg := testConfig(fleet.DrainModeBoth)
+		cfg.Deploy.MinHealthyTime = 20 * time.Second
+		o := f.options(cfg, "v2")
+		flapped := false
+		o.Observer = ObserverFunc(func(e Event) {
+			f.mu.Lock()
+			f.events = append(f.events, e)
+			f.mu.Unlock()
+			if e.Host == "web-1" && e.Phase == PhaseVerify && e.Kind == EventBegin && !flapped {
+				flapped = true
+				f.lb.mu.Lock()
+				f.lb.targets["web-1"].state, f.lb.targets["web-1"].polls = "unhealthy", 0
+				f.lb.mu.Unlock()
+			}
+		})
+		if _, err := run(t, o); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		restarted := slices.ContainsFunc(f.events, func(e Event) bool {
+			return e.Host == "web-1" && e.Kind == EventProgress && strings.Contains(e.Detail, "starts again")
+		})
+		if !restarted {
+			t.Error("no progress line said the look started again")
 		}
 	})
-	if _, err := run(t, o); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	restarted := slices.ContainsFunc(f.events, func(e Event) bool {
-		return e.Host == "web-1" && e.Kind == EventProgress && strings.Contains(e.Detail, "starts again")
-	})
-	if !restarted {
-		t.Error("no progress line said the look started again")
-	}
 }

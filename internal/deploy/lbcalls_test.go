@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/mythex/mythex/internal/fleet"
@@ -69,46 +68,44 @@ func TestDeployer_Run_ELBv2CallBudget(t *testing.T) {
 		{"two hosts per batch", 4, 2},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				f := newFixture(tc.hosts)
-				for _, a := range f.agents {
-					a.stopTakes = 5 * time.Second
-				}
-				lb := &countingLB{fakeLB: f.lb}
-				o := f.options(albConfig(tc.batch), "v2")
-				o.LB, o.Poll = lb, lbport.DefaultPollInterval
-				d, err := New(o)
-				if err != nil {
-					t.Fatalf("New: %v", err)
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
-				defer cancel()
-				res, err := d.Run(ctx)
-				if err != nil || !res.OK {
-					t.Fatalf("Run: %v (%+v)", err, res)
-				}
-				took := time.Duration(res.Seconds * float64(time.Second))
-				var hostSecs float64
-				for _, h := range res.Hosts {
-					hostSecs += h.Seconds
-				}
-				describes, changes := lb.describes.Load(), lb.changes.Load()
-				perHost := float64(describes+changes) / float64(tc.hosts)
-				t.Logf("%d hosts in %v: %d DescribeTargetHealth, %d Register/Deregister: %.1f calls per host deploy of %.1fs on average, %.2f per 2 s",
-					tc.hosts, took, describes, changes, perHost, hostSecs/float64(tc.hosts), float64(describes+changes)/(hostSecs/2))
-				if limit := lbport.PollBurst + int64(took/lbport.DefaultPollInterval); describes > limit {
-					t.Errorf("%d Describe calls in %v: more than the Poller's burst and one per poll interval (%d)", describes, took, limit)
-				}
-				if changes != int64(2*tc.hosts) {
-					t.Errorf("%d Register/Deregister calls, want %d (one each per host)", changes, 2*tc.hosts)
-				}
-				// As bench/alb.sh counts: every call of the deploy (preflight,
-				// capacity and sweep included) per 2 s of host deploy.
-				if budget := hostSecs / 2; float64(describes+changes) > budget {
-					t.Errorf("%d ELBv2 calls for %.1fs of host deploys: over the budget of one per 2 s (%.0f)", describes+changes, hostSecs, budget)
-				}
-			})
+		bubbleRun(t, tc.name, func(t *testing.T) {
+			f := newFixture(tc.hosts)
+			for _, a := range f.agents {
+				a.stopTakes = 5 * time.Second
+			}
+			lb := &countingLB{fakeLB: f.lb}
+			o := f.options(albConfig(tc.batch), "v2")
+			o.LB, o.Poll = lb, lbport.DefaultPollInterval
+			d, err := New(o)
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+			defer cancel()
+			res, err := d.Run(ctx)
+			if err != nil || !res.OK {
+				t.Fatalf("Run: %v (%+v)", err, res)
+			}
+			took := time.Duration(res.Seconds * float64(time.Second))
+			var hostSecs float64
+			for _, h := range res.Hosts {
+				hostSecs += h.Seconds
+			}
+			describes, changes := lb.describes.Load(), lb.changes.Load()
+			perHost := float64(describes+changes) / float64(tc.hosts)
+			t.Logf("%d hosts in %v: %d DescribeTargetHealth, %d Register/Deregister: %.1f calls per host deploy of %.1fs on average, %.2f per 2 s",
+				tc.hosts, took, describes, changes, perHost, hostSecs/float64(tc.hosts), float64(describes+changes)/(hostSecs/2))
+			if limit := lbport.PollBurst + int64(took/lbport.DefaultPollInterval); describes > limit {
+				t.Errorf("%d Describe calls in %v: more than the Poller's burst and one per poll interval (%d)", describes, took, limit)
+			}
+			if changes != int64(2*tc.hosts) {
+				t.Errorf("%d Register/Deregister calls, want %d (one each per host)", changes, 2*tc.hosts)
+			}
+			// As bench/alb.sh counts: every call of the deploy (preflight,
+			// capacity and sweep included) per 2 s of host deploy.
+			if budget := hostSecs / 2; float64(describes+changes) > budget {
+				t.Errorf("%d ELBv2 calls for %.1fs of host deploys: over the budget of one per 2 s (%.0f)", describes+changes, hostSecs, budget)
+			}
 		})
 	}
 }

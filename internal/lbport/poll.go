@@ -48,8 +48,10 @@ func InService(t Target) bool { return t.State == StateHealthy && t.InRotation }
 // at once, within a budget of its own: in any span T it makes at most
 // PollBurst + T/interval calls, whatever its callers do. Transient errors
 // (throttling, network) are retried at the next poll and never end a wait
-// by themselves; other errors end every wait of that poll. Safe for
-// concurrent use.
+// by themselves; other errors end every wait of that poll. Its one
+// goroutine runs only while anyone waits: it ends with the last wait, so
+// its owner returns with nothing of it left running. Safe for concurrent
+// use.
 type Poller struct {
 	d           Driver
 	clock       clockwork.Clock
@@ -62,6 +64,11 @@ type Poller struct {
 	mu      sync.Mutex
 	waiters map[*waiter]struct{}
 	running bool
+	// left wakes the loop's sleep when a wait or read left without the
+	// loop deciding it (its context ended, its limit passed): with no one
+	// left waiting, the loop ends now rather than after its sleep, so the
+	// Poller's goroutine does not outlive its last wait.
+	left chan struct{}
 	// tokens are the calls the Poller may make now (at most PollBurst),
 	// as of refilled.
 	tokens   float64
@@ -94,7 +101,7 @@ func NewPoller(d Driver, clock clockwork.Clock, interval time.Duration) *Poller 
 		interval = DefaultPollInterval
 	}
 	return &Poller{d: d, clock: clock, interval: interval, callTimeout: 60 * time.Second, waiters: map[*waiter]struct{}{},
-		tokens: PollBurst, refilled: clock.Now()}
+		left: make(chan struct{}, 1), tokens: PollBurst, refilled: clock.Now()}
 }
 
 // Interval is the time between two polls while anyone waits.
@@ -171,6 +178,12 @@ func (p *Poller) await(ctx context.Context, w *waiter, limit <-chan time.Time) (
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.waiters, w)
+	if len(p.waiters) == 0 {
+		select {
+		case p.left <- struct{}{}:
+		default: // the loop has a wake-up pending already
+		}
+	}
 	select {
 	case err = <-w.done: // decided meanwhile: that wins
 	default:
@@ -197,7 +210,9 @@ func (p *Poller) loop() {
 		if wait := p.take(); wait > 0 {
 			// Over budget: whoever comes meanwhile joins the next poll.
 			p.mu.Unlock()
-			<-p.clock.After(wait)
+			if p.sleep(wait) {
+				return
+			}
 			continue
 		}
 		var refs []TargetRef
@@ -247,8 +262,29 @@ func (p *Poller) loop() {
 		}
 		idle := len(p.waiters) == 0
 		p.mu.Unlock()
-		if !idle {
-			<-p.clock.After(p.interval)
+		if !idle && p.sleep(p.interval) {
+			return
+		}
+	}
+}
+
+// sleep waits d on the clock, unless everyone waiting leaves meanwhile:
+// then it marks the loop stopped and reports true, and the loop returns. A
+// wait that comes during the sleep does not shorten it.
+func (p *Poller) sleep(d time.Duration) (stopped bool) {
+	timer := p.clock.After(d)
+	for {
+		select {
+		case <-timer:
+			return false
+		case <-p.left:
+			p.mu.Lock()
+			if len(p.waiters) == 0 {
+				p.running = false
+				p.mu.Unlock()
+				return true
+			}
+			p.mu.Unlock()
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -185,6 +186,43 @@ func TestPoller_LimitSaysWhatTheLBLastReported(t *testing.T) {
 	res := <-r
 	if res.err == nil || !strings.Contains(res.err.Error(), "unhealthy Target.FailedHealthChecks") {
 		t.Fatalf("err = %v, want the last state in it", res.err)
+	}
+}
+
+// The Poller's goroutine ends with the last wait, however that wait ends:
+// its owner (a deploy) returns with nothing of it left running. In a
+// synctest bubble, where a goroutine left asleep also fails the test.
+func TestPoller_GoroutineEndsWithTheLastWait(t *testing.T) {
+	cases := []struct {
+		name  string
+		limit time.Duration
+		ctx   func() (context.Context, context.CancelFunc)
+	}{
+		{"limit passed", 3 * time.Second, func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }},
+		{"context ended", time.Hour, func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 3*time.Second)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newFakeDriver()
+				f.set("a", Target{State: StateUnhealthy, Reason: ReasonFailedHealthChecks, InFlight: -1})
+				p := NewPoller(f, nil, 2*time.Second)
+				ctx, cancel := tc.ctx()
+				defer cancel()
+				if _, err := p.Wait(ctx, TargetRef{ID: "a"}, tc.limit, InService); err == nil {
+					t.Fatal("Wait on a target that never turns healthy returned no error")
+				}
+				synctest.Wait()
+				p.mu.Lock()
+				running := p.running
+				p.mu.Unlock()
+				if running {
+					t.Error("the Poller's goroutine still runs after its last wait ended")
+				}
+			})
+		})
 	}
 }
 
