@@ -108,7 +108,7 @@ func TestNoReferenceOutsideTheRepo(t *testing.T) {
 		if d.IsDir() && path != root && strings.HasPrefix(d.Name(), ".") {
 			return filepath.SkipDir
 		}
-		if d.IsDir() || !(strings.HasSuffix(path, ".go") || strings.HasSuffix(path, ".md")) {
+		if d.IsDir() || !slices.Contains([]string{".go", ".md", ".yml", ".yaml", ".sh"}, filepath.Ext(path)) {
 			return nil
 		}
 		b, err := os.ReadFile(path)
