@@ -163,12 +163,7 @@ func (r *raceRuntime) Status(context.Context) ([]runtime.ServiceStatus, error) {
 	for _, s := range r.inst {
 		out = append(out, *s)
 	}
-	slices.SortFunc(out, func(a, b runtime.ServiceStatus) int {
-		if c := strings.Compare(a.Name, b.Name); c != 0 {
-			return c
-		}
-		return a.StartedAt.Compare(b.StartedAt)
-	})
+	runtime.SortStatuses(out)
 	return out, nil
 }
 

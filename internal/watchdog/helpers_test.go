@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -103,12 +101,7 @@ func (f *fakeRuntime) Status(context.Context) ([]runtime.ServiceStatus, error) {
 	for _, s := range f.inst {
 		out = append(out, *s)
 	}
-	slices.SortFunc(out, func(a, b runtime.ServiceStatus) int {
-		if c := strings.Compare(a.Name, b.Name); c != 0 {
-			return c
-		}
-		return a.StartedAt.Compare(b.StartedAt)
-	})
+	runtime.SortStatuses(out)
 	return out, nil
 }
 

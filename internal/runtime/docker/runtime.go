@@ -44,7 +44,6 @@
 package docker
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -332,9 +331,7 @@ func (d *Docker) Status(ctx context.Context) ([]runtime.ServiceStatus, error) {
 	for _, c := range cs {
 		out = append(out, d.checks.apply(statusOf(c, d.marks.get(c.ID), d.stopping(c.ID)), c))
 	}
-	slices.SortFunc(out, func(a, b runtime.ServiceStatus) int {
-		return cmp.Or(cmp.Compare(a.Name, b.Name), a.StartedAt.Compare(b.StartedAt), cmp.Compare(a.ID, b.ID))
-	})
+	runtime.SortStatuses(out)
 	return out, nil
 }
 

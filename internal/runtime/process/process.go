@@ -38,7 +38,6 @@
 package process
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -257,9 +256,7 @@ func (p *Process) Status(context.Context) ([]runtime.ServiceStatus, error) {
 	for _, inst := range p.instances {
 		out = append(out, inst.status())
 	}
-	slices.SortFunc(out, func(a, b runtime.ServiceStatus) int {
-		return cmp.Or(cmp.Compare(a.Name, b.Name), a.StartedAt.Compare(b.StartedAt), cmp.Compare(a.ID, b.ID))
-	})
+	runtime.SortStatuses(out)
 	return out, nil
 }
 
