@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mythex/mythex/internal/testkit"
 )
 
 // pipeListener is an in-memory net.Listener: Dial hands the server end of a
@@ -73,24 +75,6 @@ type pipeAddr struct{}
 func (pipeAddr) Network() string { return "pipe" }
 func (pipeAddr) String() string  { return "pipe" }
 
-// logBuffer collects log output safely across goroutines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // harness is a drain.Server serving on a pipeListener, with a client dialing
 // it. Make it inside a synctest bubble with startHarness.
 type harness struct {
@@ -100,7 +84,7 @@ type harness struct {
 	d      *Server
 	tr     *http.Transport
 	client *http.Client
-	logs   *logBuffer
+	logs   *testkit.SyncBuffer
 	errc   chan error
 	err    error // Serve's result, once errc delivered it
 	t0     time.Time
@@ -118,7 +102,7 @@ func startHarness(t *testing.T, cfg Config, h http.Handler) *harness {
 // nil.
 func startHarnessWith(t *testing.T, cfg Config, h http.Handler, sigs chan os.Signal) *harness {
 	t.Helper()
-	hs := &harness{t: t, ln: newPipeListener(), logs: &logBuffer{}, errc: make(chan error, 1), t0: time.Now()}
+	hs := &harness{t: t, ln: newPipeListener(), logs: &testkit.SyncBuffer{}, errc: make(chan error, 1), t0: time.Now()}
 	if h == nil {
 		h = okHandler()
 	}

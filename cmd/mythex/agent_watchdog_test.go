@@ -21,6 +21,7 @@ import (
 	"github.com/mythex/mythex/internal/runtime"
 	"github.com/mythex/mythex/internal/runtime/process"
 	"github.com/mythex/mythex/internal/testbin"
+	"github.com/mythex/mythex/internal/testkit"
 	"github.com/mythex/mythex/internal/watchdog"
 )
 
@@ -265,7 +266,7 @@ func TestAgentCmd_BootstrapsAndHeals(t *testing.T) {
 	cmd := exec.Command(bin, "agent", "--state-dir", dir, "--host", "web-1", "--listen", listen, "--bootstrap",
 		"--watchdog-interval", w.String(), "--watchdog-failures", strconv.Itoa(k), "--stop-services-on-exit")
 	cmd.Env = append(os.Environ(), agentTokenEnv+"=s3cret-0123456789abcdef")
-	logs := &lockedBuffer{}
+	logs := &testkit.SyncBuffer{}
 	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/mythex/mythex/internal/runtime/docker"
 	"github.com/mythex/mythex/internal/testbin"
+	"github.com/mythex/mythex/internal/testkit"
 	"github.com/mythex/mythex/internal/wire"
 )
 
@@ -162,7 +163,7 @@ func (f *dockerFleet) start(name string, args ...string) {
 	t.Helper()
 	cmd := exec.Command(f.bin, args...)
 	cmd.Env = f.env
-	out := &lockedBuffer{}
+	out := &testkit.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/mythex/mythex/internal/lbapi"
 	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/testbin"
+	"github.com/mythex/mythex/internal/testkit"
 	"github.com/mythex/mythex/internal/wire"
 )
 
@@ -126,24 +126,6 @@ func captureStderr(t *testing.T, f func()) string {
 	return buf.String()
 }
 
-// lockedBuffer is an io.Writer safe for the logger's concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestLBCmd_ServesRegistersAndStops(t *testing.T) {
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "app "+r.URL.Path)
@@ -159,7 +141,7 @@ func TestLBCmd_ServesRegistersAndStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	root := newRootCmd()
-	logs := &lockedBuffer{}
+	logs := &testkit.SyncBuffer{}
 	root.SetErr(logs)
 	root.SetArgs([]string{"lb", "-f", cfg, "--token-file", tokenFile, "--algorithm", "least_outstanding_requests"})
 	done := make(chan error, 1)
@@ -221,7 +203,7 @@ func TestLBCmd_SIGTERMStopsTheProcessCleanly(t *testing.T) {
 	cfg := lbConfig(t, strings.TrimPrefix(backend.URL, "http://"), listen, admin, "")
 	cmd := exec.Command(bin, "lb", "-f", cfg)
 	cmd.Env = append(os.Environ(), lbTokenEnv+"=s3cret-0123456789abcdef")
-	stderr := &lockedBuffer{}
+	stderr := &testkit.SyncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"github.com/mythex/mythex/internal/definition"
 	"github.com/mythex/mythex/internal/hostlock"
 	"github.com/mythex/mythex/internal/runtime"
+	"github.com/mythex/mythex/internal/testkit"
 	"github.com/mythex/mythex/internal/watchdog"
 )
 
@@ -445,24 +446,6 @@ func (h *raceHost) closeRecovery() {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // memDir is a fresh directory on a memory file system when the machine has
 // one (/dev/shm), else t.TempDir(): the race test is about the order of
 // actions, and thousands of fsyncs on a shared disk would only make it slow.
@@ -482,7 +465,7 @@ func newRaceHost(t *testing.T, seed uint64) *raceHost {
 	rt := newRaceRuntime(dir, seed, 4*time.Millisecond)
 	// The agent's warnings (leases that ran out, recoveries, heals) are
 	// shown when the interleaving fails: they say who acted when.
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("agent log (warnings and errors):\n%s", logs.String())

@@ -1,37 +1,18 @@
 package lb
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/testkit"
 )
-
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestNew_Errors(t *testing.T) {
 	bad := testSettings()
@@ -45,7 +26,7 @@ func TestNew_Errors(t *testing.T) {
 }
 
 func TestServer_LogsStateChangesNotRequestsAndShutsDownCleanly(t *testing.T) {
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	srv, err := New(Options{Settings: testSettings(), Token: "t", HealthChecker: newFakeChecker(),
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)), ShutdownTimeout: 2 * time.Second})
 	if err != nil {

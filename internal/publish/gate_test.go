@@ -14,6 +14,7 @@ import (
 
 	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/platform"
+	"github.com/mythex/mythex/internal/testkit"
 )
 
 // Images of the simulation and how they behave.
@@ -96,35 +97,7 @@ func newEnv(t *testing.T, withRouter bool, opts Options) *env {
 // serves.
 func (e *env) drive(t *testing.T, fn func(ctx context.Context)) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn(ctx)
-	}()
-	for {
-		bctx, bcancel := context.WithCancel(ctx)
-		go func() {
-			select {
-			case <-done:
-				bcancel()
-			case <-bctx.Done():
-			}
-		}()
-		err := e.clock.BlockUntilContext(bctx, 1)
-		bcancel()
-		select {
-		case <-done:
-			return
-		default:
-		}
-		if err != nil {
-			t.Fatalf("simulation stuck: %v", err)
-		}
-		e.watch()
-		e.clock.Advance(100 * time.Millisecond)
-	}
+	testkit.Drive(t, e.clock, 60*time.Second, 100*time.Millisecond, e.watch, fn)
 }
 
 func (e *env) watch() {

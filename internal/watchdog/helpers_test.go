@@ -19,6 +19,7 @@ import (
 	"github.com/mythex/mythex/internal/definition"
 	"github.com/mythex/mythex/internal/hostlock"
 	"github.com/mythex/mythex/internal/runtime"
+	"github.com/mythex/mythex/internal/testkit"
 )
 
 // t0 is 03:00 — the hour a crashed process should come back without anyone
@@ -346,25 +347,14 @@ func (e *env) refsBytes() []byte {
 	return b
 }
 
-// syncBuffer is a bytes.Buffer safe for the logger and the test at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
+// syncBuffer is the JSON log, safe for the logger and the test at once.
+type syncBuffer struct{ testkit.SyncBuffer }
 
 // lines returns the JSON log lines whose fields include every key=value of
 // match.
 func (s *syncBuffer) lines(match map[string]any) []map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []map[string]any
-	for _, l := range bytes.Split(s.b.Bytes(), []byte("\n")) {
+	for _, l := range bytes.Split(s.Bytes(), []byte("\n")) {
 		if len(l) == 0 {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mythex/mythex/internal/platform"
 	"github.com/mythex/mythex/internal/publish"
+	"github.com/mythex/mythex/internal/testkit"
 )
 
 // appChecker answers the app's health URL from the fake Fly's state: the app
@@ -41,40 +42,16 @@ func gateOnFake(t *testing.T, f *fakeFly, store *publish.Store, lockDir, image s
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	done := make(chan struct{})
 	var res publish.Result
 	var perr error
-	go func() {
-		defer close(done)
+	testkit.Drive(t, f.clock, 60*time.Second, 100*time.Millisecond, nil, func(ctx context.Context) {
 		res, perr = g.Publish(ctx, publish.Request{App: "api", Config: platform.Config{Image: image, Port: 8080,
 			Restart: platform.Restart{Policy: platform.RestartAlways}}, Health: publish.Health{AppURL: "https://api.fly.dev/healthz"}})
-	}()
-	for {
-		bctx, bcancel := context.WithCancel(ctx)
-		go func() {
-			select {
-			case <-done:
-				bcancel()
-			case <-bctx.Done():
-			}
-		}()
-		err := f.clock.BlockUntilContext(bctx, 1)
-		bcancel()
-		select {
-		case <-done:
-			if perr != nil {
-				t.Fatalf("Publish(%s): %v", image, perr)
-			}
-			return res
-		default:
-		}
-		if err != nil {
-			t.Fatalf("stuck: %v", err)
-		}
-		f.clock.Advance(100 * time.Millisecond)
+	})
+	if perr != nil {
+		t.Fatalf("Publish(%s): %v", image, perr)
 	}
+	return res
 }
 
 func openStore(t *testing.T) *publish.Store {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mythex/mythex/internal/platform"
 	"github.com/mythex/mythex/internal/publish"
+	"github.com/mythex/mythex/internal/testkit"
 )
 
 // Regression tests of the publish gate over the Machines API client against
@@ -40,36 +41,10 @@ func flyRun(t *testing.T, f *fakeFly, store *publish.Store, lockDir string, opts
 	if req.Health.AppURL == "" {
 		req.Health.AppURL = "https://api.fly.dev/healthz"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	done := make(chan struct{})
 	var res publish.Result
 	var perr error
-	go func() {
-		defer close(done)
-		res, perr = g.Publish(ctx, req)
-	}()
-	for {
-		bctx, bcancel := context.WithCancel(ctx)
-		go func() {
-			select {
-			case <-done:
-				bcancel()
-			case <-bctx.Done():
-			}
-		}()
-		err := f.clock.BlockUntilContext(bctx, 1)
-		bcancel()
-		select {
-		case <-done:
-			return res, c, perr
-		default:
-		}
-		if err != nil {
-			t.Fatalf("stuck: %v", err)
-		}
-		f.clock.Advance(100 * time.Millisecond)
-	}
+	testkit.Drive(t, f.clock, 90*time.Second, 100*time.Millisecond, nil, func(ctx context.Context) { res, perr = g.Publish(ctx, req) })
+	return res, c, perr
 }
 
 func flyReq(image string, policy platform.RestartPolicy, maxRetries int) publish.Request {
