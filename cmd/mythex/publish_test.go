@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/lb/lbtest"
 	"github.com/mythex/mythex/internal/platform/local"
 	"github.com/mythex/mythex/internal/probe"
 	"github.com/mythex/mythex/internal/publish"
@@ -229,32 +227,6 @@ func TestProgressLine(t *testing.T) {
 	}
 }
 
-// embeddedLB runs the embedded load balancer in the test process with
-// scaled-down ALB settings; it returns the traffic address and the admin URL.
-func embeddedLB(t *testing.T) (traffic, admin string) {
-	t.Helper()
-	settings := lb.Settings{HealthCheckPath: "/healthz", HealthCheckInterval: 250 * time.Millisecond, HealthCheckTimeout: 200 * time.Millisecond,
-		Thresholds: lb.Thresholds{Healthy: 2, Unhealthy: 2}, DeregistrationDelay: 3 * time.Second, IdleTimeout: 60 * time.Second,
-		ConnectTimeout: time.Second, MaxBodySize: lb.DefaultMaxBodySize}
-	srv, err := lb.New(lb.Options{Settings: settings, Token: "lb-token", Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	adminLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln, adminLn) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return ln.Addr().String(), "http://" + adminLn.Addr().String()
-}
-
 func version(t *testing.T, addr string) string {
 	t.Helper()
 	resp, err := http.Get("http://" + addr + "/")
@@ -270,7 +242,7 @@ func version(t *testing.T, addr string) string {
 // keeps serving the previous one.
 func TestPublishCmd_BlueGreen(t *testing.T) {
 	bin, dir := localPlatform(t)
-	traffic, admin := embeddedLB(t)
+	traffic, admin := lbtest.Start(t, "lb-token")
 	t.Setenv(lbTokenEnv, "lb-token")
 	code, out, errOut := runCLI(t, publishArgs(bin, dir, "v1", "--lb-admin", admin)...)
 	if code != 0 {

@@ -2,8 +2,6 @@ package publish_test
 
 import (
 	"context"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/lb/lbtest"
 	"github.com/mythex/mythex/internal/lbapi"
 	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/lbport/embedded"
@@ -137,27 +135,9 @@ func TestWriteUpReproduction_InPlace(t *testing.T) {
 // returns its traffic URL and a Router over its admin API.
 func lbServer(t *testing.T) (string, lbport.Driver, *lbapi.Client) {
 	t.Helper()
-	settings := lb.Settings{HealthCheckPath: "/healthz", HealthCheckInterval: 250 * time.Millisecond, HealthCheckTimeout: 200 * time.Millisecond,
-		Thresholds: lb.Thresholds{Healthy: 2, Unhealthy: 2}, DeregistrationDelay: 3 * time.Second, IdleTimeout: 60 * time.Second,
-		ConnectTimeout: time.Second, MaxBodySize: lb.DefaultMaxBodySize}
-	srv, err := lb.New(lb.Options{Settings: settings, Token: "lb-token", Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	adminLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln, adminLn) }()
-	t.Cleanup(func() { cancel(); <-done })
-	client := lbapi.NewClient("http://"+adminLn.Addr().String(), "lb-token", nil)
-	return "http://" + ln.Addr().String(), embedded.New(client), client
+	traffic, admin := lbtest.Start(t, "lb-token")
+	client := lbapi.NewClient(admin, "lb-token", nil)
+	return "http://" + traffic, embedded.New(client), client
 }
 
 // TestWriteUpReproduction_BlueGreen is the write-up's reproduction end to end
