@@ -1,16 +1,13 @@
 package main
 
 import (
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mythex/mythex/internal/agentapi"
+	"github.com/mythex/mythex/internal/agentapi/agentapitest"
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/deployrec"
 	"github.com/mythex/mythex/internal/history"
@@ -33,27 +30,9 @@ func TestHistoryCmd_Report(t *testing.T) {
 	// agent serves host's record of deploy d1 and, when timeline is not
 	// nil, its timeline.
 	agent := func(host string, timeline []byte) string {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Header.Get("Authorization") != "Bearer "+tok {
-				w.WriteHeader(http.StatusUnauthorized)
-				return
-			}
-			switch r.URL.Path {
-			case agentapi.PathHistory:
-				_ = json.NewEncoder(w).Encode(agentapi.HistoryList{Records: []history.Record{{ID: "d1", Kind: "deploy", Host: host, Who: "deploy v2 by ci",
-					Started: t0, Ended: t0.Add(20 * time.Second), From: "v1", To: "v2", Result: "ok", HostResult: "ok", Timeline: timeline != nil}}})
-			case "/v1/history/d1/timeline":
-				if timeline == nil {
-					http.NotFound(w, r)
-					return
-				}
-				_, _ = w.Write(timeline)
-			default:
-				http.NotFound(w, r)
-			}
-		}))
-		t.Cleanup(srv.Close)
-		return strings.TrimPrefix(srv.URL, "http://")
+		return agentapitest.History(t, tok, []history.Record{{ID: "d1", Kind: "deploy", Host: host, Who: "deploy v2 by ci",
+			Started: t0, Ended: t0.Add(20 * time.Second), From: "v1", To: "v2", Result: "ok", HostResult: "ok", Timeline: timeline != nil}},
+			map[string][]byte{"d1": timeline})
 	}
 	fleetFile := func(a1, a2 string) string {
 		conf := strings.NewReplacer("AGENT1", a1, "AGENT2", a2).Replace(`

@@ -2,15 +2,13 @@ package main
 
 import (
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mythex/mythex/internal/agentapi"
+	"github.com/mythex/mythex/internal/agentapi/agentapitest"
 	"github.com/mythex/mythex/internal/history"
 )
 
@@ -18,17 +16,9 @@ func TestHistoryCmd(t *testing.T) {
 	const tok = "0123456789abcdef0123"
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	agent := func(host string) string {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Header.Get("Authorization") != "Bearer "+tok || r.URL.Path != agentapi.PathHistory {
-				w.WriteHeader(http.StatusUnauthorized)
-				return
-			}
-			_ = json.NewEncoder(w).Encode(agentapi.HistoryList{Records: []history.Record{{ID: "d1", Kind: "deploy", Host: host, Who: "deploy v2 by ci",
-				Started: t0, Ended: t0.Add(30 * time.Second), From: "v1", To: "v2", Result: "ok", HostResult: "ok",
-				Phases: []history.Phase{{Phase: "drain", Seconds: 1.5}}}}})
-		}))
-		t.Cleanup(srv.Close)
-		return strings.TrimPrefix(srv.URL, "http://")
+		return agentapitest.History(t, tok, []history.Record{{ID: "d1", Kind: "deploy", Host: host, Who: "deploy v2 by ci",
+			Started: t0, Ended: t0.Add(30 * time.Second), From: "v1", To: "v2", Result: "ok", HostResult: "ok",
+			Phases: []history.Phase{{Phase: "drain", Seconds: 1.5}}}}, nil)
 	}
 	conf := strings.NewReplacer("AGENT1", agent("web-1"), "AGENT2", agent("web-2"), "AGENT3", closedAddr(t)).Replace(`
 hosts:

@@ -2,16 +2,13 @@ package fleethistory
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mythex/mythex/internal/agentapi"
+	"github.com/mythex/mythex/internal/agentapi/agentapitest"
 	"github.com/mythex/mythex/internal/agentconn"
 	"github.com/mythex/mythex/internal/deployrec"
 	"github.com/mythex/mythex/internal/fleet"
@@ -26,34 +23,12 @@ var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 // timeline when it is not nil.
 func fakeAgent(t *testing.T, host string, timeline []byte) string {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+token {
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		switch r.URL.Path {
-		case agentapi.PathHistory:
-			var recs []history.Record
-			for i, id := range []string{"d2", "d1"} {
-				if q := r.URL.Query().Get("id"); q != "" && q != id {
-					continue
-				}
-				recs = append(recs, history.Record{ID: id, Kind: history.KindDeploy, Host: host, Started: t0.Add(time.Duration(-i) * time.Hour),
-					To: "v2", Result: history.ResultOK, HostResult: history.ResultOK, Timeline: id == "d2" && timeline != nil})
-			}
-			_ = json.NewEncoder(w).Encode(agentapi.HistoryList{Records: recs})
-		case "/v1/history/d2/timeline":
-			if timeline == nil {
-				http.NotFound(w, r)
-				return
-			}
-			_, _ = w.Write(timeline)
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return strings.TrimPrefix(srv.URL, "http://")
+	var recs []history.Record
+	for i, id := range []string{"d2", "d1"} {
+		recs = append(recs, history.Record{ID: id, Kind: history.KindDeploy, Host: host, Started: t0.Add(time.Duration(-i) * time.Hour),
+			To: "v2", Result: history.ResultOK, HostResult: history.ResultOK, Timeline: id == "d2" && timeline != nil})
+	}
+	return agentapitest.History(t, token, recs, map[string][]byte{"d2": timeline})
 }
 
 func closedAddr(t *testing.T) string {
