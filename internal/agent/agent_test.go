@@ -143,23 +143,8 @@ func newTestHost(t *testing.T, opts ...func(*Config)) *testHost {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	a, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(a.Handler(testToken))
-	t.Cleanup(func() {
-		srv.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		for _, n := range []string{"api", "gateway"} {
-			_, _ = rt.Stop(ctx, n, 0)
-		}
-		a.Close()
-		rt.Close()
-	})
-	return &testHost{
-		cfg: cfg, agent: a, client: agentapi.NewClient(srv.URL, testToken, nil), srv: srv, dir: dir, reg: reg, gwPort: gwPort,
+	h := &testHost{
+		dir: dir, reg: reg, gwPort: gwPort,
 		def: func(version string, vars map[string]string) []byte {
 			d, err := definition.Resolve(context.Background(), definition.Input{ComposeFile: compose, Version: version, Host: "web-1", Vars: vars})
 			if err != nil {
@@ -172,6 +157,33 @@ func newTestHost(t *testing.T, opts ...func(*Config)) *testHost {
 			return b
 		},
 	}
+	h.serve(t, cfg)
+	return h
+}
+
+// serve runs an agent of cfg behind a test HTTP server and makes it h's
+// agent. At the end of the test it stops the host's services (they are
+// child processes that would outlive the test) and closes the server, the
+// agent and cfg's runtime.
+func (h *testHost) serve(t *testing.T, cfg Config) {
+	t.Helper()
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler(testToken))
+	h.cfg, h.agent, h.srv = cfg, a, srv
+	h.client = agentapi.NewClient(srv.URL, testToken, nil)
+	t.Cleanup(func() {
+		srv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, n := range []string{"api", "gateway"} {
+			_, _ = cfg.Runtime.Stop(ctx, n, 0)
+		}
+		a.Close()
+		_ = cfg.Runtime.Close()
+	})
 }
 
 func ctxT(t *testing.T) context.Context {

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -122,12 +121,7 @@ func TestAgent_RecoveryKeepsCapacity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			srv := httptest.NewServer(a.Handler(testToken))
-			t.Cleanup(func() {
-				srv.Close()
-				a.Close()
-			})
-			c := agentapi.NewClient(srv.URL, testToken, nil)
+			c := serveAgent(t, a)
 			h := &raceHost{t: t}
 			for _, v := range []string{"v1", "v2"} {
 				l, err := c.AcquireLease(ctx, false, "deploy "+v, time.Minute)

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -40,12 +39,7 @@ func TestAgent_CommittedLeaseCompletesRelease(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			srv := httptest.NewServer(a.Handler(testToken))
-			t.Cleanup(func() {
-				srv.Close()
-				a.Close()
-			})
-			c := agentapi.NewClient(srv.URL, testToken, nil)
+			c := serveAgent(t, a)
 			h := &raceHost{t: t}
 			deploy := func(l agentapi.Lease, version string) {
 				t.Helper()
@@ -62,22 +56,12 @@ func TestAgent_CommittedLeaseCompletesRelease(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			l, err := c.AcquireLease(ctx, false, "first deploy", time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			deploy(l, "v1")
-			if err := c.MarkGood(ctx, l.ID); err != nil {
-				t.Fatal(err)
-			}
-			if err := c.ReleaseLease(ctx, false, l.ID); err != nil {
-				t.Fatal(err)
-			}
+			h.deployGood(ctx, c, "v1")
 
 			// The deploy of v2: deployed and verified here, then the
 			// fleet's commit (or none), then the deployer dies.
 			const ttl = 10 * time.Second
-			l, err = c.AcquireLease(ctx, false, "dying deploy v2", ttl)
+			l, err := c.AcquireLease(ctx, false, "dying deploy v2", ttl)
 			if err != nil {
 				t.Fatal(err)
 			}

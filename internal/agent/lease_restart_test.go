@@ -1,9 +1,7 @@
 package agent
 
 import (
-	"context"
 	"errors"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -98,23 +96,7 @@ func (h *testHost) restart(t *testing.T, opts ...func(*Config)) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	a, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(a.Handler(testToken))
-	h.cfg, h.agent, h.srv = cfg, a, srv
-	h.client = agentapi.NewClient(srv.URL, testToken, nil)
-	t.Cleanup(func() {
-		srv.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		for _, n := range []string{"api", "gateway"} {
-			_, _ = rt.Stop(ctx, n, 0)
-		}
-		a.Close()
-		rt.Close()
-	})
+	h.serve(t, cfg)
 }
 
 // The scenario: the agent is SIGKILLed while its host is in stop and

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -71,35 +70,15 @@ func leaseEndsMidStep(t *testing.T, step string, before []string) {
 		},
 		recoveryWaits: func(string) { waitOnce.Do(func() { close(recoveryWaiting) }) },
 	}
-	srv := httptest.NewServer(a.Handler(testToken))
-	t.Cleanup(func() {
-		srv.Close()
-		a.Close()
-	})
-	c := agentapi.NewClient(srv.URL, testToken, nil)
+	c := serveAgent(t, a)
 	h := &raceHost{t: t}
 
 	// v1 runs, verified and marked good.
-	l, err := c.AcquireLease(ctx, false, "first deploy", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Publish(ctx, l.ID, h.definition("v1")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Start(ctx, l.ID); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.MarkGood(ctx, l.ID); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.ReleaseLease(ctx, false, l.ID); err != nil {
-		t.Fatal(err)
-	}
+	h.deployGood(ctx, c, "v1")
 
 	// The dying deploy of v2.
 	const ttl = 10 * time.Second
-	l, err = c.AcquireLease(ctx, false, "dying deploy v2", ttl)
+	l, err := c.AcquireLease(ctx, false, "dying deploy v2", ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,29 +197,9 @@ func TestAgent_WatchdogRoundsLongerThanTheirIntervalDoNotStarveADeploy(t *testin
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(a.Handler(testToken))
-	t.Cleanup(func() {
-		srv.Close()
-		a.Close()
-	})
-	c := agentapi.NewClient(srv.URL, testToken, nil)
+	c := serveAgent(t, a)
 	h := &raceHost{t: t}
-	l, err := c.AcquireLease(ctx, false, "first deploy", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Publish(ctx, l.ID, h.definition("v1")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Start(ctx, l.ID); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.MarkGood(ctx, l.ID); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.ReleaseLease(ctx, false, l.ID); err != nil {
-		t.Fatal(err)
-	}
+	h.deployGood(ctx, c, "v1")
 	// From now on every round takes three intervals.
 	rt.look.Store(int64(3 * time.Millisecond))
 	slow := time.Now()

@@ -480,13 +480,41 @@ func newRaceHost(t *testing.T, seed uint64) *raceHost {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return &raceHost{t: t, dir: dir, rt: rt, agent: a, client: serveAgent(t, a), rnd: rand.New(rand.NewPCG(seed, 11))}
+}
+
+// serveAgent serves a's API on a test HTTP server for the rest of the test
+// and returns a client of it; the test's cleanup closes the server, then a.
+func serveAgent(t *testing.T, a *Agent) *agentapi.Client {
 	srv := httptest.NewServer(a.Handler(testToken))
 	t.Cleanup(func() {
 		srv.Close()
 		a.Close()
 	})
-	return &raceHost{t: t, dir: dir, rt: rt, agent: a, client: agentapi.NewClient(srv.URL, testToken, nil),
-		rnd: rand.New(rand.NewPCG(seed, 11))}
+	return agentapi.NewClient(srv.URL, testToken, nil)
+}
+
+// deployGood makes version the host's last good through the agent behind c,
+// as a whole deploy does: under a lease of its own it publishes and starts
+// version, marks it good and lets the lease go. Any refusal fails the test.
+func (h *raceHost) deployGood(ctx context.Context, c *agentapi.Client, version string) {
+	h.t.Helper()
+	l, err := c.AcquireLease(ctx, false, "first deploy", time.Minute)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if _, err := c.Publish(ctx, l.ID, h.definition(version)); err != nil {
+		h.t.Fatal(err)
+	}
+	if _, err := c.Start(ctx, l.ID); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := c.MarkGood(ctx, l.ID); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := c.ReleaseLease(ctx, false, l.ID); err != nil {
+		h.t.Fatal(err)
+	}
 }
 
 func TestAgent_WatchdogRacesDeploys(t *testing.T) {
