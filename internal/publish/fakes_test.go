@@ -309,44 +309,43 @@ func (f *fakePlatform) Update(_ context.Context, app, id string, cfg platform.Co
 	return f.view(m), nil
 }
 
-func (f *fakePlatform) Start(_ context.Context, app, id string) error {
+// onMachine runs op on machine id of app under the platform's lock, with
+// the platform's time now; ErrNotFound (op not run) when there is no such
+// machine, or it is destroyed.
+func (f *fakePlatform) onMachine(app, id string, op func(m *simMachine, now time.Time)) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	m, err := f.get(app, id)
 	if err != nil {
 		return err
 	}
-	if m.state == platform.StateStopped || m.state == platform.StateSuspended || m.state == platform.StateCreated {
-		m.rc, m.runs = 0, 0
-		f.boot(m, f.clock.Now(), f.startDelay)
-	}
-	f.record("start %s", id)
+	op(m, f.clock.Now())
 	return nil
+}
+
+func (f *fakePlatform) Start(_ context.Context, app, id string) error {
+	return f.onMachine(app, id, func(m *simMachine, now time.Time) {
+		if m.state == platform.StateStopped || m.state == platform.StateSuspended || m.state == platform.StateCreated {
+			m.rc, m.runs = 0, 0
+			f.boot(m, now, f.startDelay)
+		}
+		f.record("start %s", id)
+	})
 }
 
 func (f *fakePlatform) Stop(_ context.Context, app, id string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	m, err := f.get(app, id)
-	if err != nil {
-		return err
-	}
-	f.stopProcess(m, f.clock.Now())
-	f.record("stop %s", id)
-	return nil
+	return f.onMachine(app, id, func(m *simMachine, now time.Time) {
+		f.stopProcess(m, now)
+		f.record("stop %s", id)
+	})
 }
 
 func (f *fakePlatform) Destroy(_ context.Context, app, id string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	m, err := f.get(app, id)
-	if err != nil {
-		return err
-	}
-	f.stopProcess(m, f.clock.Now())
-	m.state = platform.StateDestroyed
-	f.record("destroy %s %s", id, m.cfg.Image)
-	return nil
+	return f.onMachine(app, id, func(m *simMachine, now time.Time) {
+		f.stopProcess(m, now)
+		m.state = platform.StateDestroyed
+		f.record("destroy %s %s", id, m.cfg.Image)
+	})
 }
 
 func (f *fakePlatform) Wait(ctx context.Context, app, id string, state platform.State, timeout time.Duration) error {
