@@ -12,13 +12,9 @@ cd "$(dirname "$0")/.."
 DEPLOYS=${1:-10}
 RATE=${2:-500}
 SCALE=${3:-0.2}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-go build -o "$tmp/mythex" ./cmd/mythex
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-start=$(date +%s)
-"$tmp/mythex" demo --lb alb --deploys "$DEPLOYS" --rate "$RATE" --time-scale "$SCALE" --json > "$tmp/demo.json" || true
-echo "took $(( $(date +%s) - start ))s; load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+. bench/lib.sh
+bench_setup
+demo_json --lb alb --deploys "$DEPLOYS" --rate "$RATE" --time-scale "$SCALE"
 python3 - "$tmp/demo.json" <<'PY'
 import json, statistics, sys
 s = json.load(open(sys.argv[1]))

@@ -14,10 +14,9 @@ RUNS=${1:-3}
 RATE=${2:-200}
 FAULTS=${3:-late-crash degraded-fleet deployer-kill lb-restart agent-kill}
 LB=${4:-embedded}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-go build -o "$tmp/mythex" ./cmd/mythex
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); load balancer: $LB"
+. bench/lib.sh
+bench_setup
+echo "load average before: $(loadavg); load balancer: $LB"
 printf "%-15s %3s %8s %15s %6s %7s %-6s %-11s %s\n" fault run requests reached_nothing bound ratio after rolled_back handled
 for fault in $FAULTS; do
   for run in $(seq 1 "$RUNS"); do
@@ -39,4 +38,4 @@ print(f"{fault:<15} {run:>3} {s['requests']:>8} {n:>15} {b:>6} {ratio:>7} {after
 PY
   done
 done
-echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average after: $(loadavg)"

@@ -26,14 +26,10 @@ if ! command -v haproxy >/dev/null 2>&1; then
   apt-get update -qq
   apt-get install -y -qq haproxy >/dev/null
 fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-go build -o "$tmp/mythex" ./cmd/mythex
+. bench/lib.sh
+bench_setup
 echo "$(haproxy -v | head -1)"
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-start=$(date +%s)
-"$tmp/mythex" demo --lb haproxy --deploys "$DEPLOYS" --rate "$RATE" --time-scale "$SCALE" --json > "$tmp/demo.json" || true
-echo "took $(( $(date +%s) - start ))s; load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+demo_json --lb haproxy --deploys "$DEPLOYS" --rate "$RATE" --time-scale "$SCALE"
 python3 - "$tmp/demo.json" <<'PY'
 import json, statistics, sys
 s = json.load(open(sys.argv[1]))

@@ -19,16 +19,9 @@ cd "$(dirname "$0")/.."
 RATE=${RATE:-5000}
 DURATION=${DURATION:-20s}
 
-tmp=$(mktemp -d)
-backend_pid=
-cleanup() {
-	if [[ -n $backend_pid ]]; then kill "$backend_pid" 2>/dev/null || true; fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-
+. bench/lib.sh
 echo "== build"
-go build -o "$tmp/mythex" ./cmd/mythex
+bench_setup
 go build -o "$tmp/backend" ./bench/probe-backend
 
 "$tmp/backend" -listen 127.0.0.1:0 >"$tmp/backend.out" 2>&1 &
@@ -40,7 +33,7 @@ done
 addr=$(head -n1 "$tmp/backend.out")
 [[ -n $addr ]] || { echo "backend did not start" >&2; exit 1; }
 
-echo "== machine: $(nproc) cores; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== machine: $(nproc) cores; load average before: $(loadavg)"
 echo "== mythex measure --url http://$addr/ --rate $RATE --duration $DURATION $*"
 code=0
 "$tmp/mythex" measure --url "http://$addr/" --rate "$RATE" --duration "$DURATION" --quiet "$@" \
@@ -67,7 +60,7 @@ echo "  t=${t}s rss=${rss_last:-?} kB"
 wait "$pid" || code=$?
 backend_ticks=$(( $(cpu_ticks "$backend_pid") - backend_ticks0 ))
 
-echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== load average after: $(loadavg)"
 echo "== mythex measure summary (exit $code)"
 cat "$tmp/summary"
 grep -v '^measuring ' "$tmp/stderr" || true

@@ -24,18 +24,11 @@ RATE=${RATE:-2000}
 DURATION=${DURATION:-10s}
 DEMO_RATE=${DEMO_RATE:-200}
 
-tmp=$(mktemp -d)
-backend_pid=
-cleanup() {
-	if [[ -n $backend_pid ]]; then kill "$backend_pid" 2>/dev/null || true; fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-
+. bench/lib.sh
 echo "== build"
-go build -o "$tmp/mythex" ./cmd/mythex
+bench_setup
 go build -o "$tmp/backend" ./bench/probe-backend
-echo "== machine: $(nproc) cores; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== machine: $(nproc) cores; load average before: $(loadavg)"
 
 # demo_run KIND N: one demo, timed; KIND is plain or report.
 demo_run() {
@@ -83,7 +76,7 @@ for n in $(seq "$RUNS"); do
 	wait "$p1" "$p2" || true
 	echo "$n $before $(cut -d' ' -f1 /proc/loadavg)" >>"$tmp/measure-loads"
 done
-echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== load average after: $(loadavg)"
 
 python3 - "$tmp" "$RUNS" <<'PY'
 import json, os, statistics, sys
