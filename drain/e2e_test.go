@@ -1,16 +1,12 @@
 package drain_test
 
 import (
-	"bufio"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,69 +22,17 @@ func TestMain(m *testing.M) {
 
 // appProc is the sample app running as a real process on a real socket.
 type appProc struct {
-	cmd    *exec.Cmd
-	addr   string
-	exited chan struct{} // closed when the process has exited
-	code   int           // exit code, valid once exited is closed
-	mu     sync.Mutex
-	log    strings.Builder
+	*testbin.AppProc
+	addr string // where it listens
 }
-
-var listeningRE = regexp.MustCompile(`msg="app: listening".* addr=(\S+)`)
 
 // startApp runs the sample app with args on a free loopback port and waits
 // (up to 30s) until it logs the address it listens on.
 func startApp(t *testing.T, args ...string) *appProc {
 	t.Helper()
-	bin, err := testbin.Build(testbin.App)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &appProc{exited: make(chan struct{})}
-	p.cmd = exec.Command(bin, append([]string{"--listen", "127.0.0.1:0"}, args...)...)
-	stderr, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.log.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
-			if m := listeningRE.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
-			}
-		}
-		_ = p.cmd.Wait()
-		p.code = p.cmd.ProcessState.ExitCode()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-		if t.Failed() {
-			t.Logf("app log:\n%s", p.logs())
-		}
-	})
-	select {
-	case p.addr = <-addr:
-	case <-p.exited:
-		t.Fatalf("app exited (%d) before listening", p.code)
-	case <-time.After(30 * time.Second):
-		t.Fatal("app did not listen within 30s")
-	}
+	p := &appProc{AppProc: testbin.StartApp(t, nil, append([]string{"--listen", "127.0.0.1:0"}, args...)...)}
+	p.addr = p.Listening(t)
 	return p
-}
-
-func (p *appProc) logs() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.log.String()
 }
 
 // get sends GET path on a new connection, as a load balancer opening one
@@ -109,7 +53,7 @@ func (p *appProc) get(path string) (int, string, bool, error) {
 func (p *appProc) sigterm(t *testing.T) time.Time {
 	t.Helper()
 	sent := time.Now()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -135,7 +79,7 @@ func (p *appProc) sigterm(t *testing.T) time.Time {
 func (p *appProc) waitExit(t *testing.T, since time.Time) time.Duration {
 	t.Helper()
 	select {
-	case <-p.exited:
+	case <-p.Exited():
 		return time.Since(since)
 	case <-time.After(30 * time.Second):
 		t.Fatal("app still running 30s after SIGTERM")
@@ -174,8 +118,8 @@ func TestDrain_RealSIGTERM(t *testing.T) {
 	}
 
 	took := p.waitExit(t, sent)
-	if p.code != 0 {
-		t.Errorf("exit code %d, want 0", p.code)
+	if code := p.Cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
 	}
 	if took < d {
 		t.Errorf("app exited %s after SIGTERM, before the serve period %s ended", took, d)
@@ -184,7 +128,7 @@ func TestDrain_RealSIGTERM(t *testing.T) {
 		t.Errorf("dial after exit: %v, want connection refused", err)
 	}
 	for _, want := range []string{"drain: started", "drain: serve period over", "drain: shutdown complete"} {
-		if !strings.Contains(p.logs(), want) {
+		if !strings.Contains(p.Logs(), want) {
 			t.Errorf("log lacks %q", want)
 		}
 	}
@@ -202,8 +146,8 @@ func TestDrain_RealSIGTERM_ShutdownWaitsForInFlight(t *testing.T) {
 		t.Errorf("request in flight across the end of the serve period = %d, %v; want 200", code, err)
 	}
 	took := p.waitExit(t, sent)
-	if p.code != 0 {
-		t.Errorf("exit code %d, want 0", p.code)
+	if code := p.Cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
 	}
 	if took < latency {
 		t.Errorf("app exited %s after SIGTERM, before its in-flight request (%s) finished", took, latency)

@@ -1,18 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,87 +26,21 @@ func TestMain(m *testing.M) {
 }
 
 // proc is the app binary running as a process.
-type proc struct {
-	cmd     *exec.Cmd
-	started time.Time
-	addr    chan string   // the address it logs when it listens
-	exited  chan struct{} // closed once it has exited
-	state   *os.ProcessState
-	mu      sync.Mutex
-	log     strings.Builder
-}
-
-var listenLogRE = regexp.MustCompile(`msg="app: listening".* addr=(\S+)`)
+type proc struct{ *testbin.AppProc }
 
 // launch starts the app binary with args and env (KEY=VALUE, added to the
 // test's environment). The cleanup kills it if it still runs.
 func launch(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
-	bin, err := testbin.Build(testbin.App)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{addr: make(chan string, 1), exited: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = append(os.Environ(), env...)
-	stderr, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.started = time.Now()
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.log.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
-			if m := listenLogRE.FindStringSubmatch(sc.Text()); m != nil {
-				p.addr <- m[1]
-			}
-		}
-		_ = p.cmd.Wait()
-		p.state = p.cmd.ProcessState
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-		if t.Failed() {
-			t.Logf("app %v log:\n%s", args, p.logs())
-		}
-	})
-	return p
-}
-
-func (p *proc) logs() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.log.String()
-}
-
-// listening waits (up to 30s) for the app to log its address and returns it.
-func (p *proc) listening(t *testing.T) string {
-	t.Helper()
-	select {
-	case a := <-p.addr:
-		return a
-	case <-p.exited:
-		t.Fatalf("app exited (%v) before listening", p.state)
-	case <-time.After(30 * time.Second):
-		t.Fatal("app did not listen within 30s")
-	}
-	return ""
+	return &proc{testbin.StartApp(t, env, args...)}
 }
 
 // wait waits (up to 30s) for the app to exit and returns when, after start.
 func (p *proc) wait(t *testing.T) time.Duration {
 	t.Helper()
 	select {
-	case <-p.exited:
-		return time.Since(p.started)
+	case <-p.Exited():
+		return time.Since(p.Started)
 	case <-time.After(30 * time.Second):
 		t.Fatal("app still running after 30s")
 		return 0
@@ -119,7 +49,7 @@ func (p *proc) wait(t *testing.T) time.Duration {
 
 func (p *proc) running() bool {
 	select {
-	case <-p.exited:
+	case <-p.Exited():
 		return false
 	default:
 		return true
@@ -171,7 +101,7 @@ func TestApp_ServesAndReports(t *testing.T) {
 	t.Parallel()
 	p := launch(t, []string{"MYTHEX_APP_SERVICE=gateway", "MYTHEX_APP_VERSION=v2", "MYTHEX_APP_HOST_NAME=web-7"},
 		"--listen", "127.0.0.1:0", "--version", "v3")
-	addr := p.listening(t)
+	addr := p.Listening(t)
 	a, err := get(addr, "/orders/1")
 	if err != nil {
 		t.Fatal(err)
@@ -187,8 +117,8 @@ func TestApp_ServesAndReports(t *testing.T) {
 	if h, err := get(addr, "/healthz"); err != nil || h.status != 200 || h.body != "ok" {
 		t.Errorf("health = %+v %v, want 200 ok", h, err)
 	}
-	if !strings.Contains(p.logs(), "version=v3") {
-		t.Errorf("start line lacks the version:\n%s", p.logs())
+	if !strings.Contains(p.Logs(), "version=v3") {
+		t.Errorf("start line lacks the version:\n%s", p.Logs())
 	}
 }
 
@@ -204,14 +134,14 @@ func TestApp_BootCrash_ExitsWithoutListening(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	took := p.wait(t)
-	if code := p.state.ExitCode(); code != 1 {
+	if code := p.Cmd.ProcessState.ExitCode(); code != 1 {
 		t.Errorf("exit code %d, want 1", code)
 	}
 	if took < after {
 		t.Errorf("exited after %s, before --crash-on-start %s", took, after)
 	}
-	if strings.Contains(p.logs(), "app: listening") || !strings.Contains(p.logs(), "crash on start") {
-		t.Errorf("log should show a crash and no listening:\n%s", p.logs())
+	if strings.Contains(p.Logs(), "app: listening") || !strings.Contains(p.Logs(), "crash on start") {
+		t.Errorf("log should show a crash and no listening:\n%s", p.Logs())
 	}
 }
 
@@ -222,12 +152,12 @@ func TestApp_CrashAfter_ExitsWithCodeAfterServing(t *testing.T) {
 			t.Parallel()
 			const after = 1500 * time.Millisecond
 			p := launch(t, nil, "--listen", "127.0.0.1:0", "--crash-after", after.String(), "--crash-exit-code", strconv.Itoa(code))
-			addr := p.listening(t)
+			addr := p.Listening(t)
 			if a, err := get(addr, "/"); err != nil || a.status != 200 {
 				t.Fatalf("GET / before the crash = %+v %v", a, err)
 			}
 			took := p.wait(t)
-			if got := p.state.ExitCode(); got != code {
+			if got := p.Cmd.ProcessState.ExitCode(); got != code {
 				t.Errorf("exit code %d, want %d", got, code)
 			}
 			if took < after {
@@ -248,10 +178,10 @@ func TestApp_StartDelay_ListensLate(t *testing.T) {
 	if !refused(addr) {
 		t.Fatalf("%s accepts at once, despite --start-delay", addr)
 	}
-	if got := p.listening(t); got != addr {
+	if got := p.Listening(t); got != addr {
 		t.Fatalf("listening on %s, want %s", got, addr)
 	}
-	if took := time.Since(p.started); took < delay {
+	if took := time.Since(p.Started); took < delay {
 		t.Errorf("listening %s after start, before --start-delay %s", took, delay)
 	}
 	if a, err := get(addr, "/"); err != nil || a.status != 200 {
@@ -262,9 +192,9 @@ func TestApp_StartDelay_ListensLate(t *testing.T) {
 func TestApp_IgnoreSIGTERM_OnlySIGKILLStopsIt(t *testing.T) {
 	t.Parallel()
 	p := launch(t, nil, "--listen", "127.0.0.1:0", "--ignore-sigterm", "--drain-serve-period", "100ms", "--shutdown-timeout", "100ms")
-	addr := p.listening(t)
+	addr := p.Listening(t)
 	for range 3 {
-		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -276,20 +206,20 @@ func TestApp_IgnoreSIGTERM_OnlySIGKILLStopsIt(t *testing.T) {
 			t.Fatalf("health after SIGTERM = %+v %v; want 200, still serving", a, err)
 		}
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	p.wait(t)
-	ws, ok := p.state.Sys().(syscall.WaitStatus)
+	ws, ok := p.Cmd.ProcessState.Sys().(syscall.WaitStatus)
 	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Errorf("app ended with %v, want killed by SIGKILL", p.state)
+		t.Errorf("app ended with %v, want killed by SIGKILL", p.Cmd.ProcessState)
 	}
 }
 
 func TestApp_Unhealthy(t *testing.T) {
 	t.Parallel()
 	p := launch(t, []string{"MYTHEX_APP_UNHEALTHY=true"}, "--listen", "127.0.0.1:0", "--health-path", "/up")
-	addr := p.listening(t)
+	addr := p.Listening(t)
 	if a, err := get(addr, "/up"); err != nil || a.status != 503 {
 		t.Errorf("health = %+v %v, want 503", a, err)
 	}
@@ -302,9 +232,9 @@ func TestApp_SIGTERM_DrainsThenExits0(t *testing.T) {
 	t.Parallel()
 	const d = 2 * time.Second
 	p := launch(t, nil, "--listen", "127.0.0.1:0", "--drain-serve-period", d.String(), "--shutdown-timeout", "3s")
-	addr := p.listening(t)
+	addr := p.Listening(t)
 	sent := time.Now()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
@@ -340,14 +270,14 @@ func TestApp_SIGTERM_DrainsThenExits0(t *testing.T) {
 		t.Fatal("nothing served during the serve period")
 	}
 	p.wait(t)
-	if code := p.state.ExitCode(); code != 0 {
+	if code := p.Cmd.ProcessState.ExitCode(); code != 0 {
 		t.Errorf("exit code %d, want 0", code)
 	}
 	if took := time.Since(sent); took < d {
 		t.Errorf("exited %s after SIGTERM, before the serve period %s", took, d)
 	}
 	for _, want := range []string{"drain: started", "drain: shutdown complete", "app: stopped after draining"} {
-		if !strings.Contains(p.logs(), want) {
+		if !strings.Contains(p.Logs(), want) {
 			t.Errorf("log lacks %q", want)
 		}
 	}
@@ -357,9 +287,9 @@ func TestApp_SecondSignal_SkipsServePeriod(t *testing.T) {
 	t.Parallel()
 	const d = 60 * time.Second // the test would time out if it were served in full
 	p := launch(t, nil, "--listen", "127.0.0.1:0", "--drain-serve-period", d.String())
-	addr := p.listening(t)
+	addr := p.Listening(t)
 	sent := time.Now()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
@@ -370,18 +300,18 @@ func TestApp_SecondSignal_SkipsServePeriod(t *testing.T) {
 			t.Fatal("health did not flip within 5s of SIGTERM")
 		}
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	p.wait(t)
-	if code := p.state.ExitCode(); code != 0 {
+	if code := p.Cmd.ProcessState.ExitCode(); code != 0 {
 		t.Errorf("exit code %d, want 0", code)
 	}
 	if took := time.Since(sent); took > d/2 {
 		t.Errorf("exited %s after SIGTERM; a second signal should skip the %s serve period", took, d)
 	}
-	if !strings.Contains(p.logs(), "skipping the rest of the serve period") {
-		t.Errorf("log does not say the serve period was skipped:\n%s", p.logs())
+	if !strings.Contains(p.Logs(), "skipping the rest of the serve period") {
+		t.Errorf("log does not say the serve period was skipped:\n%s", p.Logs())
 	}
 }
 
@@ -405,7 +335,7 @@ func TestApp_Check(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := launch(t, nil, tt.args...)
 			p.wait(t)
-			if code := p.state.ExitCode(); code != tt.want {
+			if code := p.Cmd.ProcessState.ExitCode(); code != tt.want {
 				t.Errorf("app %v exit code %d, want %d", tt.args, code, tt.want)
 			}
 		})
@@ -416,10 +346,10 @@ func TestApp_BadInput_Exits2(t *testing.T) {
 	t.Parallel()
 	p := launch(t, []string{"MYTHEX_APP_LATENCY=slow"})
 	p.wait(t)
-	if code := p.state.ExitCode(); code != 2 {
+	if code := p.Cmd.ProcessState.ExitCode(); code != 2 {
 		t.Errorf("exit code %d, want 2", code)
 	}
-	if !strings.Contains(p.logs(), "MYTHEX_APP_LATENCY") {
-		t.Errorf("error does not name the variable:\n%s", p.logs())
+	if !strings.Contains(p.Logs(), "MYTHEX_APP_LATENCY") {
+		t.Errorf("error does not name the variable:\n%s", p.Logs())
 	}
 }
