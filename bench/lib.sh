@@ -30,3 +30,18 @@ demo_json() {
 	"$tmp/mythex" demo "$@" --json >"$tmp/demo.json" || true
 	echo "took $(($(date +%s) - start))s; load average after: $(loadavg)"
 }
+
+# start_backend starts $tmp/backend (bench/probe-backend, built by the
+# caller) on a free loopback port, its pid in $backend_pid (so the exit
+# cleanup stops it), and sets $addr to where it listens; it exits the
+# script if the backend has not said so within 5 s.
+start_backend() {
+	"$tmp/backend" -listen 127.0.0.1:0 >"$tmp/backend.out" 2>&1 &
+	backend_pid=$!
+	for _ in $(seq 100); do
+		[[ -s $tmp/backend.out ]] && break
+		sleep 0.05
+	done
+	addr=$(head -n1 "$tmp/backend.out")
+	[[ -n $addr ]] || { echo "backend did not start" >&2; exit 1; }
+}

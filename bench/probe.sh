@@ -24,14 +24,7 @@ echo "== build"
 bench_setup
 go build -o "$tmp/backend" ./bench/probe-backend
 
-"$tmp/backend" -listen 127.0.0.1:0 >"$tmp/backend.out" 2>&1 &
-backend_pid=$!
-for _ in $(seq 100); do
-	[[ -s $tmp/backend.out ]] && break
-	sleep 0.05
-done
-addr=$(head -n1 "$tmp/backend.out")
-[[ -n $addr ]] || { echo "backend did not start" >&2; exit 1; }
+start_backend
 
 echo "== machine: $(nproc) cores; load average before: $(loadavg)"
 echo "== mythex measure --url http://$addr/ --rate $RATE --duration $DURATION $*"

@@ -49,14 +49,7 @@ for n in $(seq "$DEMO_RUNS"); do
 	[[ -s $tmp/demo-$n.html ]] || { echo "demo --report wrote no report" >&2; exit 1; }
 done
 
-"$tmp/backend" -listen 127.0.0.1:0 >"$tmp/backend.out" 2>&1 &
-backend_pid=$!
-for _ in $(seq 100); do
-	[[ -s $tmp/backend.out ]] && break
-	sleep 0.05
-done
-addr=$(head -n1 "$tmp/backend.out")
-[[ -n $addr ]] || { echo "backend did not start" >&2; exit 1; }
+start_backend
 
 echo "== 2. mythex measure --rate $RATE --duration $DURATION, $RUNS pairs, with and without --report side by side"
 measure_run() { # KIND N: one measure, in the background
