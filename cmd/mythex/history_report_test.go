@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mythex/mythex/internal/agentapi/agentapitest"
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/deployrec"
 	"github.com/mythex/mythex/internal/history"
@@ -18,8 +17,7 @@ import (
 // a deploy recorded without one (an older mythex, older agents) says so
 // and writes nothing; an id no host knows is bad input.
 func TestHistoryCmd_Report(t *testing.T) {
-	const tok = "0123456789abcdef0123"
-	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	t0 := historyT0
 	good, err := deployrec.Encode(deployrec.Recording{Format: deployrec.FormatVersion, Command: "mythex deploy", CreatedAt: t0,
 		Deploys: []deployrec.Deploy{{From: "v1", Version: "v2", Hosts: []string{"web-1", "web-2"}, Start: t0, End: t0.Add(20 * time.Second),
 			Events: []deploy.Event{{At: t0.Add(time.Second), Host: "web-1", Phase: deploy.PhaseDrain, Kind: deploy.EventBegin}},
@@ -27,30 +25,7 @@ func TestHistoryCmd_Report(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// agent serves host's record of deploy d1 and, when timeline is not
-	// nil, its timeline.
-	agent := func(host string, timeline []byte) string {
-		return agentapitest.History(t, tok, []history.Record{{ID: "d1", Kind: "deploy", Host: host, Who: "deploy v2 by ci",
-			Started: t0, Ended: t0.Add(20 * time.Second), From: "v1", To: "v2", Result: "ok", HostResult: "ok", Timeline: timeline != nil}},
-			map[string][]byte{"d1": timeline})
-	}
-	fleetFile := func(a1, a2 string) string {
-		conf := strings.NewReplacer("AGENT1", a1, "AGENT2", a2).Replace(`
-hosts:
-  - {name: web-1, target: 127.0.0.1:9101, agent: AGENT1}
-  - {name: web-2, target: 127.0.0.1:9102, agent: AGENT2}
-load_balancer:
-  health_check: {interval: 5s, timeout: 2s, healthy_threshold: 2, unhealthy_threshold: 2}
-drain: {serve_period: 15s, shutdown_timeout: 10s}
-backend: {keepalive_idle_timeout: 75s, stop_grace_period: 30s}
-`)
-		path := filepath.Join(t.TempDir(), "mythex.yml")
-		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	t.Setenv(agentTokenEnv, tok)
+	t.Setenv(agentTokenEnv, historyTok)
 	gzipGarbage := append([]byte{0x1f, 0x8b, 8, 0}, strings.Repeat("x", 64)...)
 	cases := []struct {
 		name     string
@@ -71,7 +46,7 @@ backend: {keepalive_idle_timeout: 75s, stop_grace_period: 30s}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "d1.html")
-			args := append([]string{"history", "-f", fleetFile(agent("web-1", c.t1), agent("web-2", c.t2)), "--report", out}, c.args...)
+			args := append([]string{"history", "-f", historyFleet(t, historyAgent(t, "web-1", 20*time.Second, nil, c.t1), historyAgent(t, "web-2", 20*time.Second, nil, c.t2)), "--report", out}, c.args...)
 			code, stdout, stderr := runCLI(t, args...)
 			_, statErr := os.Stat(out)
 			if code != c.wantCode || !strings.Contains(stderr, c.wantErr) || (statErr == nil) != c.written {
