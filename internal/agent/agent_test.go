@@ -209,6 +209,26 @@ func (h *testHost) deployV(t *testing.T, ctx context.Context, lease string, def 
 	}
 }
 
+// deployGood makes version the host's last good, as a whole deploy does:
+// under a lease of its own it deploys version (deployV), marks it good and
+// lets the lease go. It returns version's definition. Any refusal fails t.
+func (h *testHost) deployGood(t *testing.T, ctx context.Context, version string) []byte {
+	t.Helper()
+	l, err := h.client.AcquireLease(ctx, false, "first deploy", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := h.def(version, nil)
+	h.deployV(t, ctx, l.ID, def)
+	if err := h.client.MarkGood(ctx, l.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.client.ReleaseLease(ctx, false, l.ID); err != nil {
+		t.Fatal(err)
+	}
+	return def
+}
+
 func TestAgent_Unauthorized(t *testing.T) {
 	h := newTestHost(t)
 	cases := []struct{ name, token string }{{"no token", ""}, {"wrong token", "nope"}, {"token prefix", testToken[:5]}}
@@ -340,13 +360,7 @@ func TestAgent_StartFailsFastWhenTheNewVersionCrashes(t *testing.T) {
 func TestAgent_ExpiredLeaseReturnsHostToLastGood(t *testing.T) {
 	h := newTestHost(t)
 	ctx := ctxT(t)
-	l, _ := h.client.AcquireLease(ctx, false, "first deploy", time.Minute)
-	v1 := h.def("v1", nil)
-	h.deployV(t, ctx, l.ID, v1)
-	if err := h.client.MarkGood(ctx, l.ID); err != nil {
-		t.Fatal(err)
-	}
-	_ = h.client.ReleaseLease(ctx, false, l.ID)
+	v1 := h.deployGood(t, ctx, "v1")
 
 	// A deploy that dies mid-drain: it published v2 and flipped the gateway,
 	// then never renewed its lease.

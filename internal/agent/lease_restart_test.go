@@ -108,13 +108,7 @@ func TestAgent_LeaseSurvivesAgentRestartMidStop(t *testing.T) {
 	fast := func(c *Config) { c.Watchdog = &watchdog.Policy{Interval: 50 * time.Millisecond, FailuresBeforeHeal: 2} }
 	h := newTestHost(t, fast)
 	ctx := ctxT(t)
-	l, _ := h.client.AcquireLease(ctx, false, "first deploy", time.Minute)
-	v1 := h.def("v1", nil)
-	h.deployV(t, ctx, l.ID, v1)
-	if err := h.client.MarkGood(ctx, l.ID); err != nil {
-		t.Fatal(err)
-	}
-	_ = h.client.ReleaseLease(ctx, false, l.ID)
+	v1 := h.deployGood(t, ctx, "v1")
 
 	const ttl = 2 * time.Second
 	l, err := h.client.AcquireLease(ctx, false, "deploy v2 by test", ttl)
@@ -181,11 +175,8 @@ func TestAgent_LeaseExpiredWhileAgentDownRecoversAtStart(t *testing.T) {
 	boot := &stepBootClock{id: "b", since: time.Hour}
 	h := newTestHost(t, func(c *Config) { c.BootClock = boot })
 	ctx := ctxT(t)
-	l, _ := h.client.AcquireLease(ctx, false, "first deploy", time.Minute)
-	h.deployV(t, ctx, l.ID, h.def("v1", nil))
-	_ = h.client.MarkGood(ctx, l.ID)
-	_ = h.client.ReleaseLease(ctx, false, l.ID)
-	l, _ = h.client.AcquireLease(ctx, false, "dying deploy", 20*time.Second)
+	h.deployGood(t, ctx, "v1")
+	l, _ := h.client.AcquireLease(ctx, false, "dying deploy", 20*time.Second)
 	if _, err := h.client.Publish(ctx, l.ID, h.def("v2", nil)); err != nil {
 		t.Fatal(err)
 	}
@@ -245,15 +236,12 @@ func TestHealable_RefusesHalfDeployed(t *testing.T) {
 func TestAgent_LeaseBreak(t *testing.T) {
 	h := newTestHost(t)
 	ctx := ctxT(t)
-	l, _ := h.client.AcquireLease(ctx, false, "first deploy", time.Minute)
-	h.deployV(t, ctx, l.ID, h.def("v1", nil))
-	_ = h.client.MarkGood(ctx, l.ID)
-	_ = h.client.ReleaseLease(ctx, false, l.ID)
+	h.deployGood(t, ctx, "v1")
 
 	if _, err := h.client.BreakLease(ctx, false, false, "ops"); !errors.Is(err, agentapi.ErrNoLease) {
 		t.Errorf("break with no lease = %v, want ErrNoLease", err)
 	}
-	l, _ = h.client.AcquireLease(ctx, false, "deploy v2 by ci", time.Minute)
+	l, _ := h.client.AcquireLease(ctx, false, "deploy v2 by ci", time.Minute)
 	if _, err := h.client.Publish(ctx, l.ID, h.def("v2", nil)); err != nil {
 		t.Fatal(err)
 	}
@@ -279,16 +267,11 @@ func TestAgent_LeaseBreak(t *testing.T) {
 func TestAgent_ReleaseOfHalfDeployedHostRecovers(t *testing.T) {
 	h := newTestHost(t)
 	ctx := ctxT(t)
-	l, _ := h.client.AcquireLease(ctx, false, "first deploy", time.Minute)
-	h.deployV(t, ctx, l.ID, h.def("v1", nil))
-	_ = h.client.MarkGood(ctx, l.ID)
-	if err := h.client.ReleaseLease(ctx, false, l.ID); err != nil {
-		t.Fatal(err)
-	}
+	h.deployGood(t, ctx, "v1")
 	if st, _ := h.client.Status(ctx); st.Recovery != nil {
 		t.Fatalf("a release of a whole host ran a recovery: %+v", st.Recovery)
 	}
-	l, _ = h.client.AcquireLease(ctx, false, "giving-up deploy", time.Minute)
+	l, _ := h.client.AcquireLease(ctx, false, "giving-up deploy", time.Minute)
 	if _, err := h.client.Publish(ctx, l.ID, h.def("v2", nil)); err != nil {
 		t.Fatal(err)
 	}
@@ -312,11 +295,8 @@ func TestAgent_ReleaseOfHalfDeployedHostRecovers(t *testing.T) {
 func TestAgent_BootstrapLeavesHalfDeployedHostToTheAgent(t *testing.T) {
 	h := newTestHost(t)
 	ctx := ctxT(t)
-	l, _ := h.client.AcquireLease(ctx, false, "first deploy", time.Minute)
-	h.deployV(t, ctx, l.ID, h.def("v1", nil))
-	_ = h.client.MarkGood(ctx, l.ID)
-	_ = h.client.ReleaseLease(ctx, false, l.ID)
-	l, _ = h.client.AcquireLease(ctx, false, "deploy v2", time.Minute)
+	h.deployGood(t, ctx, "v1")
+	l, _ := h.client.AcquireLease(ctx, false, "deploy v2", time.Minute)
 	if _, err := h.client.Publish(ctx, l.ID, h.def("v2", nil)); err != nil {
 		t.Fatal(err)
 	}
