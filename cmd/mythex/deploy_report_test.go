@@ -159,7 +159,7 @@ func startSuiteFleet(ctx context.Context, t *testing.T, hosts int) (*demo.Fleet,
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	f, err := demo.StartFleet(ctx, demo.FleetOptions{Config: cfg, Hosts: hosts, Exe: bin, Dir: dir})
+	f, err := demo.StartFleet(ctx, demo.FleetOptions{Config: cfg, Hosts: hosts, Exe: bin, AppExe: buildBin(t, testbin.App), Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

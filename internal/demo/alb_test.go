@@ -25,7 +25,7 @@ func startALBFleet(t *testing.T, throttle float64) *Fleet {
 	cfg.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: 3, Exe: bin, Dir: t.TempDir(), LB: LBALB,
+	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: 3, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(), LB: LBALB,
 		LBPoll: time.Duration(float64(lbport.DefaultPollInterval) * testScale), ELBv2Throttle: throttle})
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func TestDemo_ALBDriverDeployUnderLoadDropsNothing(t *testing.T) {
 	bin := mythexBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 3, Rate: 100, Deploys: 1, Exe: bin, Dir: t.TempDir(),
+	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 3, Rate: 100, Deploys: 1, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(),
 		LB: LBALB, Adjust: func(c *fleet.Config) { c.LoadBalancer.HealthCheck.Timeout = testCheckTimeout }})
 	if err != nil {
 		t.Fatal(err)

@@ -58,6 +58,9 @@ type Options struct {
 	Deploys int
 	// Exe is the mythex binary. Default: os.Executable().
 	Exe string
+	// AppExe is FleetOptions.AppExe: a binary of the sample app alone to
+	// run the services. Default: Exe, as `mythex sample-app`.
+	AppExe string
 	// Dir is where the fleet writes; default a new temporary directory,
 	// removed at the end unless Keep.
 	Dir string
@@ -289,7 +292,7 @@ func Run(ctx context.Context, o Options) (sum Summary, err error) {
 	fmt.Fprintf(out, "  health check every %v, unhealthy after %d, drain serves %v, drain mode %s\n",
 		hc.Interval, hc.UnhealthyThreshold, cfg.Drain.ServePeriod, cfg.Deploy.DrainMode)
 
-	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: o.Hosts, Exe: o.Exe, Dir: o.Dir, Logger: o.Logger, Runtime: o.Runtime, LB: o.LB,
+	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: o.Hosts, Exe: o.Exe, AppExe: o.AppExe, Dir: o.Dir, Logger: o.Logger, Runtime: o.Runtime, LB: o.LB,
 		LBPoll: time.Duration(float64(lbport.DefaultPollInterval) * o.TimeScale)})
 	if err != nil {
 		return sum, err

@@ -60,6 +60,17 @@ func mythexBin(t *testing.T) string {
 	return bin
 }
 
+// appBin is the sample app alone, which runs the fleets' services
+// (FleetOptions.AppExe): it starts on a fifth of the mythex binary's CPU.
+func appBin(t *testing.T) string {
+	t.Helper()
+	bin, err := testbin.Build(testbin.App)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
 func startFleet(t *testing.T, hosts int) *Fleet {
 	t.Helper()
 	bin := mythexBin(t)
@@ -70,7 +81,7 @@ func startFleet(t *testing.T, hosts int) *Fleet {
 	cfg.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: hosts, Exe: bin, Dir: fleetDir(t)})
+	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: hosts, Exe: bin, AppExe: appBin(t), Dir: fleetDir(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +159,7 @@ func TestDemo_DeployUnderLoadDropsNothing(t *testing.T) {
 	bin := mythexBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 3, Rate: 100, Deploys: 1, Exe: bin, Dir: fleetDir(t), ProbeTimeout: testProbeTimeout,
+	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 3, Rate: 100, Deploys: 1, Exe: bin, AppExe: appBin(t), Dir: fleetDir(t), ProbeTimeout: testProbeTimeout,
 		Adjust: func(c *fleet.Config) { c.LoadBalancer.HealthCheck.Timeout = testCheckTimeout }})
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +208,7 @@ func TestDemo_BeforeProfileDropsRequests(t *testing.T) {
 	bin := mythexBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sum, err := Run(ctx, Options{Profile: ProfileBefore, TimeScale: 0.05, Hosts: 2, Rate: 100, Exe: bin, Dir: fleetDir(t)})
+	sum, err := Run(ctx, Options{Profile: ProfileBefore, TimeScale: 0.05, Hosts: 2, Rate: 100, Exe: bin, AppExe: appBin(t), Dir: fleetDir(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func TestDemo_Faults(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: max(tc.hosts, 2), Rate: 100, Exe: bin, Dir: t.TempDir(),
+			sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: max(tc.hosts, 2), Rate: 100, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(),
 				Fault: tc.fault,
 				Adjust: func(c *fleet.Config) {
 					c.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
@@ -118,7 +118,7 @@ func TestDemo_FaultsBehindHAProxy(t *testing.T) {
 	cfg.Backend.StopGracePeriod = 4 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: 2, Exe: bin, Dir: t.TempDir(), LB: LBHAProxy})
+	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: 2, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(), LB: LBHAProxy})
 	if err != nil {
 		t.Fatal(err)
 	}

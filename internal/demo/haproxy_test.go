@@ -25,7 +25,7 @@ func TestHAProxy_DeployUnderLoadDropsNothing(t *testing.T) {
 	bin := mythexBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 3, Rate: 100, Deploys: 1, Exe: bin, Dir: t.TempDir(), LB: LBHAProxy,
+	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 3, Rate: 100, Deploys: 1, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(), LB: LBHAProxy,
 		Adjust: func(c *fleet.Config) { c.LoadBalancer.HealthCheck.Timeout = testCheckTimeout }})
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func TestHAProxy_FailingReleaseRolledBack(t *testing.T) {
 	cfg.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: 3, Exe: bin, Dir: t.TempDir(), LB: LBHAProxy})
+	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: 3, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(), LB: LBHAProxy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestHAProxy_ReloadMidDeploy(t *testing.T) {
 	cfg.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: 3, Exe: bin, Dir: t.TempDir(), LB: LBHAProxy})
+	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: 3, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(), LB: LBHAProxy})
 	if err != nil {
 		t.Fatal(err)
 	}

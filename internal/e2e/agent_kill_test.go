@@ -64,7 +64,7 @@ func agentKilledIn(t *testing.T, bin string, phase deploy.Phase) {
 	cfg.LoadBalancer.HealthCheck.Timeout = 400 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	f, err := demo.StartFleet(ctx, demo.FleetOptions{Config: cfg, Hosts: 2, Exe: bin, Dir: t.TempDir()})
+	f, err := demo.StartFleet(ctx, demo.FleetOptions{Config: cfg, Hosts: 2, Exe: bin, AppExe: appBin(t), Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func faultFleet(t *testing.T, ctx context.Context, bin string, hosts int) *demo.
 	// 0.2s scaled is too short a check timeout on a loaded 2-core machine;
 	// 0.4s keeps every timing relation (drain 1.5s > 2 × 0.5s + 0.4s).
 	cfg.LoadBalancer.HealthCheck.Timeout = 400 * time.Millisecond
-	f, err := demo.StartFleet(ctx, demo.FleetOptions{Config: cfg, Hosts: hosts, Exe: bin, Dir: t.TempDir()})
+	f, err := demo.StartFleet(ctx, demo.FleetOptions{Config: cfg, Hosts: hosts, Exe: bin, AppExe: appBin(t), Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -221,6 +221,18 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	}
 }
 
+// appBin is the sample app alone, which runs the fleets' services
+// (demo.FleetOptions.AppExe): it starts on a fifth of the mythex binary's
+// CPU, and the fault matrices start hundreds of services.
+func appBin(t *testing.T) string {
+	t.Helper()
+	bin, err := testbin.Build(testbin.App)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
 // freePorts returns n free loopback ports, claimed against the fleets of
 // this and every other test process (demo.FreePorts).
 func freePorts(t *testing.T, n int) []int {

@@ -67,6 +67,10 @@ func realDemo(t *testing.T) demoRun {
 			if err != nil {
 				return err
 			}
+			app, err := testbin.Build(testbin.App)
+			if err != nil {
+				return err
+			}
 			dir, err := os.MkdirTemp("", "mythex-report-test-")
 			if err != nil {
 				return err
@@ -75,7 +79,7 @@ func realDemo(t *testing.T) demoRun {
 			r := deployrec.New("mythex demo --report demo.html", nil)
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			sum, err := demo.Run(ctx, demo.Options{TimeScale: 0.1, Hosts: 2, Rate: 100, Deploys: 1, Exe: bin, Dir: dir, Recorder: r,
+			sum, err := demo.Run(ctx, demo.Options{TimeScale: 0.1, Hosts: 2, Rate: 100, Deploys: 1, Exe: bin, AppExe: app, Dir: dir, Recorder: r,
 				// A loaded 2-core machine needs a longer health check timeout
 				// than 0.1 × 2s; 0.4s keeps every invariant.
 				Adjust: func(c *fleet.Config) { c.LoadBalancer.HealthCheck.Timeout = 400 * time.Millisecond }})
