@@ -53,7 +53,7 @@ func TestDemo_Faults(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: max(tc.hosts, 2), Rate: 100, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(),
+			sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: max(tc.hosts, 2), Rate: 100, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(), ProbeTimeout: testProbeTimeout,
 				Fault: tc.fault,
 				Adjust: func(c *fleet.Config) {
 					c.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
@@ -143,7 +143,7 @@ func TestDemo_FaultsBehindHAProxy(t *testing.T) {
 		t.Run(tc.fault, func(t *testing.T) {
 			begin := time.Now()
 			fault := Faults[tc.fault]
-			rep, err := deployUnderLoad(ctx, f, Options{Rate: 100, Exe: bin}, tc.from, tc.to, &fault)
+			rep, err := deployUnderLoad(ctx, f, Options{Rate: 100, Exe: bin, ProbeTimeout: testProbeTimeout}, tc.from, tc.to, &fault)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -230,6 +230,8 @@ func StartFleet(ctx context.Context, o FleetOptions) (_ *Fleet, err error) {
 			// scaled-down timeout. The LB's own checks keep their numbers.
 			v["HEALTH_TIMEOUT"] = dockerHealthTimeout.String()
 			v["HEALTH_START_PERIOD"] = dockerStartTimeout.String()
+			v["HEALTH_INTERVAL"] = max(hc.Interval, dockerHealthInterval).String()
+			v["HEALTH_START_INTERVAL"] = max(hc.Interval/10, dockerStartInterval).String()
 		}
 	default:
 		return nil, fmt.Errorf("%w: runtime %q; use %s or %s", fleet.ErrInvalid, o.Runtime, RuntimeProcess, RuntimeDocker)

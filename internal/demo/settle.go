@@ -153,9 +153,22 @@ func (f *Fleet) DeployKilledAt(ctx context.Context, exe, version string, at func
 	case killedAt != nil:
 		return killedAt, res, fmt.Errorf("deployer SIGKILLed as %s began %s", orFleet(killedAt.Host), killedAt.Phase)
 	case werr != nil:
-		return nil, res, fmt.Errorf("the deployer failed before the kill point: %v (see %s)", werr, logf.Name())
+		return nil, res, fmt.Errorf("the deployer failed before the kill point: %v; the end of %s:\n%s", werr, logf.Name(), tailOf(logf.Name(), 2000))
 	}
 	return nil, res, errors.New("the deploy finished before the kill point was reached")
+}
+
+// tailOf is the last n bytes of the file at path, or why it could not be
+// read.
+func tailOf(path string, n int64) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	if int64(len(b)) > n {
+		b = b[int64(len(b))-n:]
+	}
+	return string(b)
 }
 
 func orFleet(host string) string {
