@@ -19,7 +19,6 @@ import (
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/lbapi"
 	"github.com/mythex/mythex/internal/probe"
-	"github.com/mythex/mythex/internal/runtime/docker"
 	"github.com/mythex/mythex/internal/testbin"
 )
 
@@ -318,39 +317,6 @@ func TestFleet_DeployKilledMidDrainHostRecovers(t *testing.T) {
 	defer cancel()
 	if _, err := f.Deploy(ctx, "v3", nil, nil); err != nil {
 		t.Errorf("a deploy after the recovery: %v", err)
-	}
-}
-
-// TestDemo_DockerRuntimeDropsNothing runs the Docker demo from a mythex built
-// with cgo on, as `go run ./cmd/mythex demo --runtime docker` makes it on most
-// machines: the demo must build the static binary its image needs itself.
-func TestDemo_DockerRuntimeDropsNothing(t *testing.T) {
-	t.Parallel()
-	mythexBin(t)
-	bin, err := testbin.BuildCgo(testbin.Mythex)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cli, err := docker.Connect(context.Background(), ""); err != nil {
-		t.Skipf("docker: %v", err)
-	} else {
-		cli.Close()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 2, Rate: 50, Deploys: 1, Exe: bin, Dir: fleetDir(t), Runtime: RuntimeDocker, ProbeTimeout: testProbeTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(sum.Deploys) != 1 || !sum.Deploys[0].OK {
-		t.Fatalf("deploys = %+v", sum.Deploys)
-	}
-	d := sum.Deploys[0]
-	if sum.ReachedNothing != 0 || sum.AppErrors != 0 {
-		t.Errorf("reached nothing %d, app errors %d; want 0 (probe %+v)", sum.ReachedNothing, sum.AppErrors, d.Probe)
-	}
-	if last := d.Versions[len(d.Versions)-1]; strings.Join(last.Versions, ",") != "v2" {
-		t.Errorf("at the end the fleet answers %v, want v2 only (spans %+v)", last.Versions, d.Versions)
 	}
 }
 

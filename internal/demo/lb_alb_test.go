@@ -25,7 +25,7 @@ func startALBFleet(t *testing.T, throttle float64) *Fleet {
 	cfg.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: 3, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(), LB: LBALB,
+	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: 2, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(), LB: LBALB,
 		LBPoll: time.Duration(float64(lbport.DefaultPollInterval) * testScale), ELBv2Throttle: throttle})
 	if err != nil {
 		t.Fatal(err)
@@ -46,13 +46,13 @@ func TestDemo_ALBDriverDeployUnderLoadDropsNothing(t *testing.T) {
 	bin := mythexBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 3, Rate: 100, Deploys: 1, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(), ProbeTimeout: testProbeTimeout,
+	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 2, Rate: 100, Deploys: 1, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(), ProbeTimeout: testProbeTimeout,
 		LB: LBALB, Adjust: func(c *fleet.Config) { c.LoadBalancer.HealthCheck.Timeout = testCheckTimeout }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := sum.Deploys[0]
-	if !d.OK || len(d.Hosts) != 3 {
+	if !d.OK || len(d.Hosts) != 2 {
 		t.Fatalf("deploy through the alb driver: ok=%v hosts=%d err=%s", d.OK, len(d.Hosts), d.Error)
 	}
 	if sum.ReachedNothing != 0 || sum.AppErrors != 0 {
@@ -62,8 +62,8 @@ func TestDemo_ALBDriverDeployUnderLoadDropsNothing(t *testing.T) {
 		t.Errorf("only %d requests were sent", d.Probe.Requests)
 	}
 	// Each host: a deregistration, a registration and the polls between.
-	if d.LBCalls < 3*3 {
-		t.Errorf("%d ELBv2 calls for 3 hosts: the deploy did not go through the alb driver", d.LBCalls)
+	if d.LBCalls < 2*3 {
+		t.Errorf("%d ELBv2 calls for 2 hosts: the deploy did not go through the alb driver", d.LBCalls)
 	}
 	if last := d.Versions[len(d.Versions)-1]; strings.Join(last.Versions, ",") != "v2" {
 		t.Errorf("at the end the fleet answers %v, want v2 only", last.Versions)

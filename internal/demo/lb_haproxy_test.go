@@ -25,7 +25,7 @@ func TestHAProxy_DeployUnderLoadDropsNothing(t *testing.T) {
 	bin := mythexBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 3, Rate: 100, Deploys: 1, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(), ProbeTimeout: testProbeTimeout, LB: LBHAProxy,
+	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 2, Rate: 100, Deploys: 1, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(), ProbeTimeout: testProbeTimeout, LB: LBHAProxy,
 		Adjust: func(c *fleet.Config) { c.LoadBalancer.HealthCheck.Timeout = testCheckTimeout }})
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +34,7 @@ func TestHAProxy_DeployUnderLoadDropsNothing(t *testing.T) {
 		t.Fatalf("deploys = %d", len(sum.Deploys))
 	}
 	d := sum.Deploys[0]
-	if !d.OK || len(d.Hosts) != 3 {
+	if !d.OK || len(d.Hosts) != 2 {
 		t.Fatalf("deploy behind HAProxy: ok=%v hosts=%d err=%s", d.OK, len(d.Hosts), d.Error)
 	}
 	if sum.ReachedNothing != 0 || sum.AppErrors != 0 {
@@ -60,7 +60,7 @@ func TestHAProxy_FailingReleaseRolledBack(t *testing.T) {
 	cfg.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: 3, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(), LB: LBHAProxy})
+	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: 2, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(), LB: LBHAProxy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestHAProxy_FailingReleaseRolledBack(t *testing.T) {
 	if !errors.As(err, &se) || se.Host != "web-1" || se.Phase != deploy.PhaseStart || !se.RolledBack {
 		t.Fatalf("err = %v, want web-1 failing at start, rolled back", err)
 	}
-	for i := range 3 {
+	for i := range 2 {
 		if v := versionOf(t, f.Agent(i)); v != "v1" {
 			t.Errorf("web-%d is on %q, want v1", i+1, v)
 		}
@@ -115,7 +115,7 @@ func TestHAProxy_ReloadMidDeploy(t *testing.T) {
 	cfg.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: 3, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(), LB: LBHAProxy})
+	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: 2, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(), LB: LBHAProxy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestHAProxy_ReloadMidDeploy(t *testing.T) {
 	if err != nil {
 		t.Fatalf("deploy across an HAProxy reload: %v", err)
 	}
-	for i := range 3 {
+	for i := range 2 {
 		if v := versionOf(t, f.Agent(i)); v != "v2" {
 			t.Errorf("web-%d is on %q, want v2", i+1, v)
 		}
