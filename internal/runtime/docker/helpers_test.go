@@ -158,7 +158,8 @@ func (e *testEnv) newDocker(t *testing.T, opts Options) *Docker {
 
 // service is the sample app image as service name at version, listening on
 // 0.0.0.0:8081 in its container, published on a free 127.0.0.1 port, with
-// Docker's healthcheck every 300ms and env added to the app's settings.
+// Docker's healthcheck every 2s (100ms while it starts) and env added to
+// the app's settings.
 func (e *testEnv) service(t *testing.T, name, version string, env map[string]string) (definition.Service, int) {
 	t.Helper()
 	port := freePort(t)
@@ -180,7 +181,10 @@ func (e *testEnv) service(t *testing.T, name, version string, env map[string]str
 		Restart:         definition.RestartPolicy{Policy: definition.RestartNo},
 		Healthcheck: &definition.Healthcheck{
 			Test:     []string{"/mythex", "sample-app", "check", fmt.Sprintf("http://127.0.0.1:%d/healthz", SampleAppPort)},
-			Interval: 300 * time.Millisecond, Timeout: 3 * time.Second, Retries: 3,
+			// Each check execs mythex in the container, about 0.2 s of
+			// CPU: at 300 ms four containers kept two cores busy. The
+			// tests wait only for a first pass, which start_interval paces.
+			Interval: 2 * time.Second, Timeout: 3 * time.Second, Retries: 3,
 			StartPeriod: 10 * time.Second, StartInterval: 100 * time.Millisecond,
 		},
 		Ports:    []definition.Port{{HostIP: "127.0.0.1", Published: port, Target: SampleAppPort, Protocol: "tcp"}},
