@@ -43,4 +43,3 @@ func TestDemo_DockerRuntimeDropsNothing(t *testing.T) {
 		t.Errorf("at the end the fleet answers %v, want v2 only (spans %+v)", last.Versions, d.Versions)
 	}
 }
-

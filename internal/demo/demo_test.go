@@ -2,6 +2,7 @@ package demo
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,7 +73,6 @@ func appBin(t *testing.T) string {
 
 func startFleet(t *testing.T, hosts int) *Fleet {
 	t.Helper()
-	bin := mythexBin(t)
 	cfg, err := ProfileConfig(ProfileAfter, testScale)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +80,16 @@ func startFleet(t *testing.T, hosts int) *Fleet {
 	cfg.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: hosts, Exe: bin, AppExe: appBin(t), Dir: fleetDir(t)})
+	return launchFleet(ctx, t, FleetOptions{Config: cfg, Hosts: hosts, Dir: fleetDir(t)})
+}
+
+// launchFleet starts the fleet o describes, with the tests' binaries (Exe
+// and AppExe), closed when the test ends, and rolls out v1; a failure shows
+// the tail of the failed host's agent log.
+func launchFleet(ctx context.Context, t *testing.T, o FleetOptions) *Fleet {
+	t.Helper()
+	o.Exe, o.AppExe = mythexBin(t), appBin(t)
+	f, err := StartFleet(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,9 +103,42 @@ func startFleet(t *testing.T, hosts int) *Fleet {
 		if se := (*deploy.StepError)(nil); errors.As(err, &se) {
 			host = se.Host
 		}
-		t.Fatalf("first rollout: %v\n%s", err, f.LogTail(host, 3000))
+		t.Fatalf("first rollout (%s LB): %v\n%s", cmp.Or(o.LB, LBEmbedded), err, f.LogTail(host, 3000))
 	}
 	return f
+}
+
+// runUnderLoad runs the demo with one deploy under 100 req/s on hosts
+// behind lb (the after profile at the tests' scale) and checks what every
+// such run must show: the deploy passed on every host, no request reached
+// nothing or failed in the app, enough were sent, and at the end the fleet
+// answers v2 only. It returns the summary for the caller's own checks.
+func runUnderLoad(t *testing.T, lb string, hosts int) (Summary, DeployReport) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: hosts, Rate: 100, Deploys: 1, Exe: mythexBin(t), AppExe: appBin(t),
+		Dir: fleetDir(t), ProbeTimeout: testProbeTimeout, LB: lb, Adjust: func(c *fleet.Config) { c.LoadBalancer.HealthCheck.Timeout = testCheckTimeout }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Deploys) != 1 {
+		t.Fatalf("deploys = %d", len(sum.Deploys))
+	}
+	d := sum.Deploys[0]
+	if !d.OK || len(d.Hosts) != hosts {
+		t.Fatalf("deploy (%s LB): ok=%v hosts=%d err=%s", lb, d.OK, len(d.Hosts), d.Error)
+	}
+	if sum.ReachedNothing != 0 || sum.AppErrors != 0 {
+		t.Errorf("%s LB: reached nothing %d, app errors %d; want 0 (probe %+v)", lb, sum.ReachedNothing, sum.AppErrors, d.Probe)
+	}
+	if d.Probe.Requests < 100 {
+		t.Errorf("only %d requests were sent", d.Probe.Requests)
+	}
+	if last := d.Versions[len(d.Versions)-1]; strings.Join(last.Versions, ",") != "v2" {
+		t.Errorf("at the end the fleet answers %v, want v2 only (spans %+v)", last.Versions, d.Versions)
+	}
+	return sum, d
 }
 
 // fleetDir is a fresh directory for a fleet; if the test fails, the tail of
@@ -155,31 +197,7 @@ func versionOf(t *testing.T, c *agentapi.Client) string {
 
 func TestDemo_DeployUnderLoadDropsNothing(t *testing.T) {
 	t.Parallel()
-	bin := mythexBin(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 3, Rate: 100, Deploys: 1, Exe: bin, AppExe: appBin(t), Dir: fleetDir(t), ProbeTimeout: testProbeTimeout,
-		Adjust: func(c *fleet.Config) { c.LoadBalancer.HealthCheck.Timeout = testCheckTimeout }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(sum.Deploys) != 1 {
-		t.Fatalf("deploys = %d", len(sum.Deploys))
-	}
-	d := sum.Deploys[0]
-	if !d.OK || len(d.Hosts) != 3 {
-		t.Fatalf("deploy: ok=%v hosts=%d err=%s", d.OK, len(d.Hosts), d.Error)
-	}
-	if sum.ReachedNothing != 0 || sum.AppErrors != 0 {
-		t.Errorf("reached nothing %d, app errors %d; want 0 (probe %+v)", sum.ReachedNothing, sum.AppErrors, d.Probe)
-	}
-	if d.Probe.Requests < 100 {
-		t.Errorf("only %d requests were sent", d.Probe.Requests)
-	}
-	last := d.Versions[len(d.Versions)-1]
-	if strings.Join(last.Versions, ",") != "v2" {
-		t.Errorf("at the end the fleet answers %v, want v2 only (spans %+v)", last.Versions, d.Versions)
-	}
+	sum, d := runUnderLoad(t, LBEmbedded, 3)
 	for _, h := range d.Hosts {
 		if h.Seconds < h.BoundSeconds {
 			t.Errorf("%s took %.2fs, less than its lower bound %.2fs: the bound is wrong", h.Host, h.Seconds, h.BoundSeconds)

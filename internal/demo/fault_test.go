@@ -118,18 +118,7 @@ func TestDemo_FaultsBehindHAProxy(t *testing.T) {
 	cfg.Backend.StopGracePeriod = 4 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: 2, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(), LB: LBHAProxy})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := f.Close(); err != nil {
-			t.Errorf("close fleet: %v", err)
-		}
-	})
-	if _, err := f.Deploy(ctx, "v1", nil, nil); err != nil {
-		t.Fatalf("first rollout behind HAProxy: %v", err)
-	}
+	f := launchFleet(ctx, t, FleetOptions{Config: cfg, Hosts: 2, Dir: t.TempDir(), LB: LBHAProxy})
 	// lb-restart first: the fleet restarts its load balancer once, and every
 	// fault's judge waits for that restart (sync.Once) before it reads.
 	cases := []struct {

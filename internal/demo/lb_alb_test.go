@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/deploy"
-	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/lb"
 	"github.com/mythex/mythex/internal/lbport"
 )
@@ -17,7 +16,6 @@ import (
 // the alb driver and its ELBv2 endpoint, and rolls out v1.
 func startALBFleet(t *testing.T, throttle float64) *Fleet {
 	t.Helper()
-	bin := mythexBin(t)
 	cfg, err := ProfileConfig(ProfileAfter, testScale)
 	if err != nil {
 		t.Fatal(err)
@@ -25,48 +23,16 @@ func startALBFleet(t *testing.T, throttle float64) *Fleet {
 	cfg.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: 2, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(), LB: LBALB,
+	return launchFleet(ctx, t, FleetOptions{Config: cfg, Hosts: 2, Dir: t.TempDir(), LB: LBALB,
 		LBPoll: time.Duration(float64(lbport.DefaultPollInterval) * testScale), ELBv2Throttle: throttle})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := f.Close(); err != nil {
-			t.Errorf("close fleet: %v", err)
-		}
-	})
-	if _, err := f.Deploy(ctx, "v1", nil, nil); err != nil {
-		t.Fatalf("first rollout: %v\n%s", err, f.LogTail("web-1", 3000))
-	}
-	return f
 }
 
 func TestDemo_ALBDriverDeployUnderLoadDropsNothing(t *testing.T) {
 	t.Parallel() // its own fleet: processes, ports and directories
-	bin := mythexBin(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 2, Rate: 100, Deploys: 1, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(), ProbeTimeout: testProbeTimeout,
-		LB: LBALB, Adjust: func(c *fleet.Config) { c.LoadBalancer.HealthCheck.Timeout = testCheckTimeout }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := sum.Deploys[0]
-	if !d.OK || len(d.Hosts) != 2 {
-		t.Fatalf("deploy through the alb driver: ok=%v hosts=%d err=%s", d.OK, len(d.Hosts), d.Error)
-	}
-	if sum.ReachedNothing != 0 || sum.AppErrors != 0 {
-		t.Errorf("reached nothing %d, app errors %d; want 0 (probe %+v)", sum.ReachedNothing, sum.AppErrors, d.Probe)
-	}
-	if d.Probe.Requests < 100 {
-		t.Errorf("only %d requests were sent", d.Probe.Requests)
-	}
+	_, d := runUnderLoad(t, LBALB, 2)
 	// Each host: a deregistration, a registration and the polls between.
 	if d.LBCalls < 2*3 {
 		t.Errorf("%d ELBv2 calls for 2 hosts: the deploy did not go through the alb driver", d.LBCalls)
-	}
-	if last := d.Versions[len(d.Versions)-1]; strings.Join(last.Versions, ",") != "v2" {
-		t.Errorf("at the end the fleet answers %v, want v2 only", last.Versions)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,37 +21,12 @@ func needHAProxy(t *testing.T) {
 func TestHAProxy_DeployUnderLoadDropsNothing(t *testing.T) {
 	t.Parallel() // its own fleet: processes, ports and directories
 	needHAProxy(t)
-	bin := mythexBin(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 2, Rate: 100, Deploys: 1, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(), ProbeTimeout: testProbeTimeout, LB: LBHAProxy,
-		Adjust: func(c *fleet.Config) { c.LoadBalancer.HealthCheck.Timeout = testCheckTimeout }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(sum.Deploys) != 1 {
-		t.Fatalf("deploys = %d", len(sum.Deploys))
-	}
-	d := sum.Deploys[0]
-	if !d.OK || len(d.Hosts) != 2 {
-		t.Fatalf("deploy behind HAProxy: ok=%v hosts=%d err=%s", d.OK, len(d.Hosts), d.Error)
-	}
-	if sum.ReachedNothing != 0 || sum.AppErrors != 0 {
-		t.Errorf("behind HAProxy: reached nothing %d, app errors %d; want 0 (probe %+v)", sum.ReachedNothing, sum.AppErrors, d.Probe)
-	}
-	if d.Probe.Requests < 100 {
-		t.Errorf("only %d requests were sent", d.Probe.Requests)
-	}
-	last := d.Versions[len(d.Versions)-1]
-	if strings.Join(last.Versions, ",") != "v2" {
-		t.Errorf("at the end the fleet answers %v, want v2 only (spans %+v)", last.Versions, d.Versions)
-	}
+	runUnderLoad(t, LBHAProxy, 2)
 }
 
 func TestHAProxy_FailingReleaseRolledBack(t *testing.T) {
 	t.Parallel() // its own fleet: processes, ports and directories
 	needHAProxy(t)
-	bin := mythexBin(t)
 	cfg, err := ProfileConfig(ProfileAfter, testScale)
 	if err != nil {
 		t.Fatal(err)
@@ -60,18 +34,7 @@ func TestHAProxy_FailingReleaseRolledBack(t *testing.T) {
 	cfg.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: 2, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(), LB: LBHAProxy})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := f.Close(); err != nil {
-			t.Errorf("close fleet: %v", err)
-		}
-	})
-	if _, err := f.Deploy(ctx, "v1", nil, nil); err != nil {
-		t.Fatalf("first rollout behind HAProxy: %v\n%s", err, f.LogTail("web-1", 3000))
-	}
+	f := launchFleet(ctx, t, FleetOptions{Config: cfg, Hosts: 2, Dir: t.TempDir(), LB: LBHAProxy})
 	stop := load(t, f, 100)
 	_, err = f.Deploy(ctx, "v2", map[string]string{"CRASH_ON_START": "100ms"}, nil)
 	rep := stop()
@@ -102,7 +65,6 @@ func TestHAProxy_FailingReleaseRolledBack(t *testing.T) {
 func TestHAProxy_ReloadMidDeploy(t *testing.T) {
 	t.Parallel() // its own fleet: processes, ports and directories
 	needHAProxy(t)
-	bin := mythexBin(t)
 	// A wider scale than the other tests: the reload itself takes time out
 	// of the serve period on a loaded machine.
 	cfg, err := ProfileConfig(ProfileAfter, 0.3)
@@ -115,18 +77,7 @@ func TestHAProxy_ReloadMidDeploy(t *testing.T) {
 	cfg.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	f, err := StartFleet(ctx, FleetOptions{Config: cfg, Hosts: 2, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(), LB: LBHAProxy})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := f.Close(); err != nil {
-			t.Errorf("close fleet: %v", err)
-		}
-	})
-	if _, err := f.Deploy(ctx, "v1", nil, nil); err != nil {
-		t.Fatalf("first rollout: %v", err)
-	}
+	f := launchFleet(ctx, t, FleetOptions{Config: cfg, Hosts: 2, Dir: t.TempDir(), LB: LBHAProxy})
 	stop := load(t, f, 100)
 	reloaded := false
 	var reloadErr error

@@ -34,7 +34,6 @@ const agentDownFor = 2 * time.Second
 // verified version, the same everywhere, in rotation and healthy at the load
 // balancer, no lease left — and no request may reach nothing.
 func TestAgentKilledInEachPhase(t *testing.T) {
-	t.Parallel() // its cases own their fleets: ports, dirs, processes
 	if testing.Short() {
 		t.Skip("end-to-end: a fleet of real processes")
 	}

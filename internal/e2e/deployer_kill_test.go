@@ -89,7 +89,6 @@ func settleAndCount(t *testing.T, f *demo.Fleet, p *probe.Prober, what string, o
 // first). The cases share two fleets, three cases each in turn:
 // each case leaves its fleet whole for the next.
 func TestDeployerKilledInEachPhase(t *testing.T) {
-	t.Parallel() // its cases own their fleets: ports, dirs, processes
 	if testing.Short() {
 		t.Skip("end-to-end: a fleet of real processes")
 	}

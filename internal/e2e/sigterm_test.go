@@ -43,7 +43,6 @@ const probeTimeout = 10 * time.Second
 // listening while the LB still routes to it, and the prober counts the
 // requests that reached nothing.
 func TestSIGTERMUnderLoad(t *testing.T) {
-	t.Parallel() // its cases own their fleets: ports, dirs, processes
 	if testing.Short() {
 		t.Skip("end-to-end: real processes")
 	}
