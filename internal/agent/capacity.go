@@ -61,7 +61,10 @@ func CapacityFrom(cfg *fleet.Config, host string, ref func(fleet.Host) lbport.Ta
 var errCapacity = errors.New("not enough capacity to take this host out of rotation")
 
 // leaveRotation takes the host out of rotation before a recovery that
-// stops what it serves, when the load balancer reports it in service: it
+// stops what it serves, when the load balancer routes to it — in rotation,
+// healthy or not (an unhealthy target still gets requests while an ALB
+// fails open, or while it is being registered again after a failed attempt
+// of this recovery), or with requests in flight: it
 // waits (bounded) until enough peers are in service, deregisters the
 // target, looks again — a peer's recovery may have left at the same moment:
 // then the target is registered again and the recovery fails, to be tried
@@ -83,7 +86,7 @@ func (a *Agent) leaveRotation(ctx context.Context) (out bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("ask the load balancer whether %s serves: %w", rc.TargetID, err)
 	}
-	if !lbport.InService(t) {
+	if !t.InRotation && t.InFlight <= 0 {
 		return false, nil // out already (drained by the dead deploy): it costs nothing
 	}
 	poll := c.Poll

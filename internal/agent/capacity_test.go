@@ -95,6 +95,11 @@ func TestAgent_RecoveryKeepsCapacity(t *testing.T) {
 		// self and peer: whether the LB reports them in service when the
 		// lease ends.
 		self, peer bool
+		// selfRouted: the LB reports the host unhealthy, yet routes to it
+		// (in rotation, requests in flight) — as it did when a starved
+		// host's checks timed out after a first recovery attempt put it
+		// back; stopping it then dropped a request.
+		selfRouted bool
 		// peerLeaves: the peer leaves rotation the moment this host does.
 		peerLeaves bool
 		wantCalls  []string
@@ -102,10 +107,11 @@ func TestAgent_RecoveryKeepsCapacity(t *testing.T) {
 		// fails, the host untouched, on v2 in rotation.
 		restored bool
 	}{
-		{"a peer serves: drained, restored, back in rotation", true, true, false, []string{"deregister web-1", "register web-1"}, true},
-		{"no peer serves: the host keeps serving, the recovery waits and fails", true, false, false, nil, false},
-		{"a peer leaves at the same moment: back into rotation, tried again later", true, true, true, []string{"deregister web-1", "register web-1"}, false},
-		{"drained already by the dead deploy: no capacity needed", false, false, false, []string{"register web-1"}, true},
+		{"a peer serves: drained, restored, back in rotation", true, true, false, false, []string{"deregister web-1", "register web-1"}, true},
+		{"no peer serves: the host keeps serving, the recovery waits and fails", true, false, false, false, nil, false},
+		{"a peer leaves at the same moment: back into rotation, tried again later", true, true, false, true, []string{"deregister web-1", "register web-1"}, false},
+		{"drained already by the dead deploy: no capacity needed", false, false, false, false, []string{"register web-1"}, true},
+		{"unhealthy but still routed to: drained first like a serving host", false, true, true, false, []string{"deregister web-1", "register web-1"}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -152,6 +158,9 @@ func TestAgent_RecoveryKeepsCapacity(t *testing.T) {
 			lb.mu.Lock()
 			lb.set("web-1", tc.self)
 			lb.set("web-2", tc.peer)
+			if tc.selfRouted {
+				lb.targets["web-1"] = lbport.Target{ID: "web-1", State: lbport.StateUnhealthy, Reason: lbport.ReasonTimeout, InRotation: true, InFlight: 3}
+			}
 			if tc.peerLeaves {
 				lb.onDeregister = func(ts map[string]lbport.Target) {
 					ts["web-2"] = lbport.Target{ID: "web-2", State: lbport.StateDraining, Reason: lbport.ReasonDeregistrationInProgress}
