@@ -64,12 +64,13 @@ var errCapacity = errors.New("not enough capacity to take this host out of rotat
 // stops what it serves, when the load balancer routes to it — in rotation,
 // healthy or not (an unhealthy target still gets requests while an ALB
 // fails open, or while it is being registered again after a failed attempt
-// of this recovery), or with requests in flight: it
-// waits (bounded) until enough peers are in service, deregisters the
-// target, looks again — a peer's recovery may have left at the same moment:
-// then the target is registered again and the recovery fails, to be tried
-// again — and waits until the target is out of rotation with nothing in
-// flight. out reports whether it deregistered the target (the recovery must
+// of this recovery), or with requests in flight. For a host in service
+// (healthy and in rotation: capacity) it waits (bounded) until enough peers
+// are in service, deregisters the target and looks again — a peer's
+// recovery may have left at the same moment: then the target is registered
+// again and the recovery fails, to be tried again; a host routed to but not
+// in service is deregistered at once. Then it waits until the target is out
+// of rotation with nothing in flight. out reports whether it deregistered the target (the recovery must
 // register it again, whatever happens next). A load balancer that cannot
 // report (lbport.ErrUnsupported) is not asked.
 func (a *Agent) leaveRotation(ctx context.Context) (out bool, err error) {
@@ -93,8 +94,13 @@ func (a *Agent) leaveRotation(ctx context.Context) (out bool, err error) {
 	if poll <= 0 {
 		poll = 100 * time.Millisecond
 	}
+	// Only a host in service is capacity: one the LB routes to while it
+	// fails its checks (an LB failing open) serves nobody well, so it is
+	// drained without waiting for its peers — waiting would keep it
+	// broken in rotation for as long.
+	serving := lbport.InService(t)
 	deadline := a.clock.Now().Add(c.Wait)
-	for {
+	for serving {
 		n, outs := a.peersInService(ctx, c.Peers)
 		if fleet.CapacityHolds(n, c.MinInService) {
 			break
@@ -111,7 +117,7 @@ func (a *Agent) leaveRotation(ctx context.Context) (out bool, err error) {
 	if err := rc.LB.Deregister(ctx, self); err != nil {
 		return false, fmt.Errorf("deregister %s before restoring it: %w", rc.TargetID, err)
 	}
-	if n, outs := a.peersInService(ctx, c.Peers); !fleet.CapacityHolds(n, c.MinInService) {
+	if n, outs := a.peersInService(ctx, c.Peers); serving && !fleet.CapacityHolds(n, c.MinInService) {
 		// Another host left rotation between the look and the
 		// deregistration: this one goes back and tries again later.
 		return true, fmt.Errorf("%w: another target left rotation at the same moment (out: %s); %s goes back into rotation and the recovery is tried again",

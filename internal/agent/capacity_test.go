@@ -112,6 +112,7 @@ func TestAgent_RecoveryKeepsCapacity(t *testing.T) {
 		{"a peer leaves at the same moment: back into rotation, tried again later", true, true, false, true, []string{"deregister web-1", "register web-1"}, false},
 		{"drained already by the dead deploy: no capacity needed", false, false, false, false, []string{"register web-1"}, true},
 		{"unhealthy but still routed to: drained first like a serving host", false, true, true, false, []string{"deregister web-1", "register web-1"}, true},
+		{"unhealthy but still routed to, no peer in service: drained at once, no capacity wait", false, false, true, false, []string{"deregister web-1", "register web-1"}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
