@@ -75,11 +75,10 @@ func appBin(t *testing.T) string {
 
 func startFleet(t *testing.T, hosts int) *Fleet {
 	t.Helper()
-	cfg, err := ProfileConfig(ProfileAfter, testScale)
+	cfg, err := SuiteConfig(testScale) // the after profile, testCheckTimeout
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	return launchFleet(ctx, t, FleetOptions{Config: cfg, Hosts: hosts, Dir: fleetDir(t)})

@@ -16,11 +16,10 @@ import (
 // the alb driver and its ELBv2 endpoint, and rolls out v1.
 func startALBFleet(t *testing.T, throttle float64) *Fleet {
 	t.Helper()
-	cfg, err := ProfileConfig(ProfileAfter, testScale)
+	cfg, err := SuiteConfig(testScale) // the after profile, testCheckTimeout
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	return launchFleet(ctx, t, FleetOptions{Config: cfg, Hosts: 2, Dir: t.TempDir(), LB: LBALB,
