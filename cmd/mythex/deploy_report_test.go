@@ -26,7 +26,7 @@ func TestDeploy_MeasureReport(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	f, dir := startSuiteFleet(ctx, t, 2)
-	if _, err := f.Deploy(ctx, "v1", nil, nil); err != nil {
+	if _, err := f.FirstRollout(ctx, "v1"); err != nil {
 		t.Fatalf("first rollout: %v", err)
 	}
 	agentTok, lbTok := filepath.Join(dir, "agent.token"), filepath.Join(dir, "lb.token")

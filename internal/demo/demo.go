@@ -306,7 +306,7 @@ func Run(ctx context.Context, o Options) (sum Summary, err error) {
 	o.Recorder.SetFleet(f.Loaded.Config, fmt.Sprintf("demo profile %s at time scale %g (every duration × %g)", o.Profile, o.TimeScale, o.TimeScale))
 
 	begin := time.Now()
-	res, err := f.Deploy(ctx, "v1", nil, nil)
+	res, err := f.FirstRollout(ctx, "v1")
 	if ctx.Err() != nil {
 		return sum, fmt.Errorf("interrupted during the first rollout: %w", ctx.Err())
 	}

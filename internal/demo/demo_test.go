@@ -99,7 +99,7 @@ func launchFleet(ctx context.Context, t *testing.T, o FleetOptions) *Fleet {
 			t.Errorf("close fleet: %v", err)
 		}
 	})
-	if _, err := f.Deploy(ctx, "v1", nil, nil); err != nil {
+	if _, err := f.FirstRollout(ctx, "v1"); err != nil {
 		host := "web-1"
 		if se := (*deploy.StepError)(nil); errors.As(err, &se) {
 			host = se.Host

@@ -459,7 +459,24 @@ func (f *Fleet) waitAgent(ctx context.Context, h fleet.Host) error {
 // are extra compose variables for this version on every host (e.g.
 // CRASH_ON_START to make it crash at boot).
 func (f *Fleet) Deploy(ctx context.Context, version string, vars map[string]string, obs deploy.Observer) (deploy.Result, error) {
+	return f.deploy(ctx, version, vars, obs, false)
+}
+
+// FirstRollout deploys version to every host of a fleet that serves nothing
+// yet, all hosts in one batch: with no host in rotation there is no traffic
+// to protect, so a batch at a time would only wait (each batch waits for its
+// health checks and min_healthy_time in turn). It is the rolling deploy
+// otherwise — lease, publish, start, healthy, verify, release — with
+// --allow-downtime's preflight. On a fleet that already serves, use Deploy.
+func (f *Fleet) FirstRollout(ctx context.Context, version string) (deploy.Result, error) {
+	return f.deploy(ctx, version, nil, nil, true)
+}
+
+func (f *Fleet) deploy(ctx context.Context, version string, vars map[string]string, obs deploy.Observer, first bool) (deploy.Result, error) {
 	loaded := *f.Loaded
+	if first {
+		loaded.Deploy.BatchSize = len(loaded.Hosts)
+	}
 	loaded.Hosts = append([]fleet.Host(nil), f.Loaded.Hosts...)
 	for i := range loaded.Hosts {
 		v := maps.Clone(loaded.Hosts[i].Vars)
@@ -495,6 +512,7 @@ func (f *Fleet) Deploy(ctx context.Context, version string, vars map[string]stri
 	}
 	o.Holder = "mythex demo " + version
 	o.Observer = obs
+	o.AllowDowntime = first // nothing serves yet: the one batch takes nothing out of rotation
 	d, err := deploy.New(o)
 	if err != nil {
 		return deploy.Result{}, err

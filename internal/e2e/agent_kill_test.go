@@ -72,7 +72,7 @@ func agentKilledIn(t *testing.T, bin string, phase deploy.Phase) {
 			t.Logf("close fleet: %v", err)
 		}
 	})
-	if _, err := f.Deploy(ctx, "v1", nil, nil); err != nil {
+	if _, err := f.FirstRollout(ctx, "v1"); err != nil {
 		t.Fatalf("first rollout: %v\n%s", err, f.LogTail("web-1", 3000))
 	}
 

@@ -35,7 +35,7 @@ func faultFleet(t *testing.T, ctx context.Context, bin string, hosts int) *demo.
 			t.Logf("close fleet: %v", err)
 		}
 	})
-	if _, err := f.Deploy(ctx, "v1", nil, nil); err != nil {
+	if _, err := f.FirstRollout(ctx, "v1"); err != nil {
 		t.Fatalf("first rollout: %v\n%s", err, f.LogTail("web-1", 3000))
 	}
 	return f

@@ -44,7 +44,7 @@ func BenchmarkRemote(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := f.Deploy(ctx, "v1", nil, nil); err != nil {
+		if _, err := f.FirstRollout(ctx, "v1"); err != nil {
 			f.Close()
 			b.Fatalf("first rollout: %v", err)
 		}
