@@ -180,7 +180,7 @@ func (e *testEnv) service(t *testing.T, name, version string, env map[string]str
 		StopGracePeriod: 5 * time.Second,
 		Restart:         definition.RestartPolicy{Policy: definition.RestartNo},
 		Healthcheck: &definition.Healthcheck{
-			Test:     []string{"/mythex", "sample-app", "check", fmt.Sprintf("http://127.0.0.1:%d/healthz", SampleAppPort)},
+			Test: []string{"/mythex", "sample-app", "check", fmt.Sprintf("http://127.0.0.1:%d/healthz", SampleAppPort)},
 			// Each check execs mythex in the container, about 0.2 s of
 			// CPU: at 300 ms four containers kept two cores busy. The
 			// tests wait only for a first pass, which start_interval paces.

@@ -58,6 +58,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/jsonmessage"
 	"github.com/jonboulle/clockwork"
@@ -263,9 +264,11 @@ func (d *Docker) restart(ctx context.Context, name, id string) error {
 // create creates svc's container from spec and starts it; it returns the
 // container's ID.
 func (d *Docker) create(ctx context.Context, svc definition.Service, spec containerSpec) (string, error) {
-	if err := d.ensureNetworks(ctx, svc.Networks); err != nil {
+	ids, err := d.ensureNetworks(ctx, svc.Networks)
+	if err != nil {
 		return "", fmt.Errorf("docker runtime: start %s: %w", svc.Name, err)
 	}
+	spec = withNetworkIDs(spec, ids)
 	resp, err := d.cli.ContainerCreate(ctx, spec.Config, spec.Host, spec.Networking, nil, spec.Name)
 	if cerrdefs.IsNotFound(err) && !d.opts.NeverPull {
 		if perr := d.pull(ctx, svc.Image); perr != nil {
@@ -280,7 +283,7 @@ func (d *Docker) create(ctx context.Context, svc definition.Service, spec contai
 		return "", fmt.Errorf("docker runtime: start %s: create container %s: %w", svc.Name, spec.Name, err)
 	}
 	for _, n := range spec.Connect {
-		if err := d.cli.NetworkConnect(ctx, n, resp.ID, nil); err != nil {
+		if err := d.cli.NetworkConnect(ctx, n, resp.ID, &network.EndpointSettings{NetworkID: n}); err != nil {
 			return "", fmt.Errorf("docker runtime: start %s: connect container %s to network %s: %w", svc.Name, short(resp.ID), n, err)
 		}
 	}
