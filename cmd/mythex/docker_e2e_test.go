@@ -58,7 +58,7 @@ services:
       timeout: 2s
       retries: 3
       start_period: 10s
-      start_interval: 250ms
+      start_interval: 1s
 `
 
 // dockerFleet is a two-host fleet on one engine, its processes and tokens.

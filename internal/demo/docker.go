@@ -33,10 +33,15 @@ const dockerHealthTimeout = 5 * time.Second
 // the tests' scale) eight containers kept two cores busy with checks alone
 // (measured: one Docker demo alone held the machine at 75–98 %). The LB's
 // own checks, which decide rotation, keep the fleet's numbers; the
-// container's health only paces the watchdog and a start's wait.
+// container's health only paces the watchdog and a start's wait. The first
+// looks cost the same: on an engine before Docker 25 the runtime execs them
+// itself until one passes, and a host starts four containers at once (a
+// first rollout, eight) — at 250 ms that was a burst of tens of execs, with
+// runc's init about 0.4 s of CPU each, which starved fleets beside it in a
+// full test run. One a second costs a start at most that second.
 const (
 	dockerHealthInterval = 2 * time.Second
-	dockerStartInterval  = 250 * time.Millisecond
+	dockerStartInterval  = time.Second
 )
 
 // dockerFleet is what the demo holds on the Docker engine: the sample app
