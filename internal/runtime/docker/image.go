@@ -9,8 +9,10 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/jsonmessage"
@@ -65,6 +67,26 @@ func BuildImage(ctx context.Context, cli client.APIClient, opts ImageOptions) (s
 	if err := CheckStatic(opts.Binary); err != nil {
 		return "", fmt.Errorf("docker: build image: %w", err)
 	}
+	err := buildOnce(ctx, cli, opts)
+	if err != nil && isVanishedImage(err) {
+		// The classic builder reuses cached intermediate images; one that
+		// is removed mid-build (another build's cleanup, docker image
+		// prune) fails this build with "No such image". A second build
+		// makes it again.
+		err = buildOnce(ctx, cli, opts)
+	}
+	if err != nil {
+		return "", fmt.Errorf("docker: build image: %w", err)
+	}
+	img, err := cli.ImageInspect(ctx, opts.Tags[0])
+	if err != nil {
+		return "", fmt.Errorf("docker: build image: inspect %s: %w", opts.Tags[0], err)
+	}
+	return img.ID, nil
+}
+
+// buildOnce sends one image build of opts to the engine and waits for its end.
+func buildOnce(ctx context.Context, cli client.APIClient, opts ImageOptions) error {
 	pr, pw := io.Pipe()
 	go func() {
 		pw.CloseWithError(writeBuildContext(pw, SampleAppDockerfile(), opts.Binary))
@@ -79,7 +101,7 @@ func BuildImage(ctx context.Context, cli client.APIClient, opts ImageOptions) (s
 	})
 	if err != nil {
 		pr.CloseWithError(err)
-		return "", fmt.Errorf("docker: build image: %w", err)
+		return err
 	}
 	defer resp.Body.Close()
 	out := opts.Progress
@@ -88,13 +110,15 @@ func BuildImage(ctx context.Context, cli client.APIClient, opts ImageOptions) (s
 	}
 	if err := jsonmessage.DisplayJSONMessagesStream(resp.Body, out, 0, false, nil); err != nil {
 		pr.CloseWithError(err)
-		return "", fmt.Errorf("docker: build image: %w", err)
+		return err
 	}
-	img, err := cli.ImageInspect(ctx, opts.Tags[0])
-	if err != nil {
-		return "", fmt.Errorf("docker: build image: inspect %s: %w", opts.Tags[0], err)
-	}
-	return img.ID, nil
+	return nil
+}
+
+// isVanishedImage reports whether a build failed because an image it used
+// (a cached intermediate) was removed meanwhile.
+func isVanishedImage(err error) bool {
+	return cerrdefs.IsNotFound(err) || strings.Contains(err.Error(), "No such image")
 }
 
 // SampleAppDockerfile is the Dockerfile BuildImage builds (see there).
