@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/runtime/docker"
+	"github.com/mythex/mythex/internal/testbin"
 )
 
 // TestDemo_DockerRuntimeDropsNothing runs the Docker demo end to end: the
@@ -21,6 +22,7 @@ import (
 func TestDemo_DockerRuntimeDropsNothing(t *testing.T) {
 	t.Parallel()
 	bin := mythexBin(t)
+	testbin.Exclusive(t, testbin.DockerStartsLock) // not beside the deployer-kill cases (e2e)
 	if cli, err := docker.Connect(context.Background(), ""); err != nil {
 		t.Skipf("docker: %v", err)
 	} else {

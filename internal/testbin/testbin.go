@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 
 	"github.com/gofrs/flock"
 )
@@ -140,3 +141,27 @@ func SetParallel(n int) {
 		_ = flag.Set("test.parallel", strconv.Itoa(n))
 	}
 }
+
+// Exclusive takes the checkout-wide lock named name (a file lock beside the
+// shared binaries) and holds it until t ends: tests in different packages —
+// different test processes of one `go test ./...` — that must not run at the
+// same time take the same name. It waits as long as the holder runs; the
+// kernel frees the lock of a holder that dies. A failure to lock fails t.
+func Exclusive(t testing.TB, name string) {
+	t.Helper()
+	dir, err := sharedDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := flock.New(filepath.Join(dir, name+".exclusive"))
+	if err := l.Lock(); err != nil {
+		t.Fatalf("lock %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = l.Unlock() })
+}
+
+// DockerStartsLock is the Exclusive name of the tests that start many
+// containers at once (the Docker demo) and of those that fail when starved
+// while they do (the deployer-kill cases, whose new hosts must pass 400 ms
+// health checks): two full runs failed when the two overlapped.
+const DockerStartsLock = "docker-starts"
