@@ -92,18 +92,14 @@ func TestImageBuildCmd_JSON(t *testing.T) {
 
 // staticBinary is the CGO_ENABLED=0 mythex binary.
 // staticApp returns the sample app built statically (testbin.Build).
-func staticApp(t *testing.T) string {
-	t.Helper()
-	bin, err := testbin.Build(testbin.App)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
-}
+func staticApp(t *testing.T) string { return mustBuild(t, testbin.App) }
 
-func staticBinary(t *testing.T) string {
+func staticBinary(t *testing.T) string { return mustBuild(t, testbin.Mythex) }
+
+// mustBuild is testbin.Build of pkg, failing t when the build fails.
+func mustBuild(t *testing.T, pkg string) string {
 	t.Helper()
-	bin, err := testbin.Build(testbin.Mythex)
+	bin, err := testbin.Build(pkg)
 	if err != nil {
 		t.Fatal(err)
 	}
