@@ -77,7 +77,10 @@ func verifyService(svc definition.Service, statuses []ServiceStatus) ServiceChec
 	case HealthHealthy, HealthNone, "":
 		c.OK = true
 	case HealthStarting:
-		c.Reason = "starting: no health check has passed yet"
+		// The latest check says what the service is waiting on (a
+		// refused connection, a check that exceeded its timeout), so a
+		// start that times out names the cause, not only the state.
+		c.Reason = "starting: no health check has passed yet" + lastCheck(running.Health)
 	default:
 		c.Reason = "unhealthy" + lastCheck(running.Health)
 	}

@@ -48,7 +48,7 @@ func TestVerify(t *testing.T) {
 		{"old version runs", []ServiceStatus{statusOf(api1, StateRunning, HealthHealthy, t0), statusOf(gw2, StateRunning, HealthHealthy, t0)}, false, "version v1"},
 		{"new version exited, old stopped", []ServiceStatus{statusOf(api1, StateStopped, HealthNone, t0), statusOf(api2, StateExited, HealthNone, t0.Add(time.Second)), statusOf(gw2, StateRunning, HealthHealthy, t0)}, false, "exited with code 0"},
 		{"restarting under its restart policy", []ServiceStatus{statusOf(api2, StateRestarting, HealthNone, t0), statusOf(gw2, StateRunning, HealthHealthy, t0)}, false, "restart policy is restarting it"},
-		{"starting", []ServiceStatus{statusOf(api2, StateRunning, HealthStarting, t0), statusOf(gw2, StateRunning, HealthHealthy, t0)}, false, "starting"},
+		{"starting", []ServiceStatus{statusOf(api2, StateRunning, HealthStarting, t0), statusOf(gw2, StateRunning, HealthHealthy, t0)}, false, "starting: no health check has passed yet: last check exit/status 503 \"draining\""},
 		{"unhealthy", []ServiceStatus{statusOf(api2, StateRunning, HealthUnhealthy, t0), statusOf(gw2, StateRunning, HealthHealthy, t0)}, false, "unhealthy: last check exit/status 503"},
 		{"gateway missing fails the whole", []ServiceStatus{statusOf(api2, StateRunning, HealthHealthy, t0), statusOf(gw1, StateStopped, HealthNone, t0)}, false, ""},
 	}

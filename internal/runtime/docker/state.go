@@ -53,7 +53,7 @@ func statusOf(c container.InspectResponse, m mark, stopping bool) runtime.Servic
 		if st.Status == container.StatePaused {
 			details = append(details, "paused")
 		}
-		s.Health = healthOf(st.Health)
+		s.Health = healthOf(st.Health, s.StartedAt)
 	case container.StateRestarting:
 		s.State = runtime.StateRestarting
 		details = append(details, "restarting under its restart policy")
@@ -86,21 +86,26 @@ func statusOf(c container.InspectResponse, m mark, stopping bool) runtime.Servic
 	return s
 }
 
-// healthOf maps Docker's State.Health; nil (no healthcheck) is HealthNone.
-func healthOf(h *container.Health) runtime.Health {
+// healthOf maps Docker's State.Health of the run that started at started;
+// nil (no healthcheck) is HealthNone. Docker keeps a container's health log
+// across its runs (a container started again resets its status to
+// "starting", not its log), so checks that began before started are an
+// earlier run's and are left out: a restored container that has not passed
+// yet must not show the checks its previous run passed. A zero started keeps
+// them all.
+func healthOf(h *container.Health, started time.Time) runtime.Health {
 	if h == nil || h.Status == "" || h.Status == container.NoHealthcheck {
 		return runtime.Health{Status: runtime.HealthNone}
 	}
 	out := runtime.Health{Status: runtime.HealthStatus(h.Status), FailingStreak: h.FailingStreak}
-	log := h.Log
-	if len(log) > runtime.MaxHealthLog {
-		log = log[len(log)-runtime.MaxHealthLog:]
-	}
-	for _, r := range log {
-		if r == nil {
+	for _, r := range h.Log {
+		if r == nil || r.Start.Before(started) {
 			continue
 		}
 		out.Log = append(out.Log, runtime.CheckResult{Start: r.Start, End: r.End, OK: r.ExitCode == 0, ExitCode: r.ExitCode, Output: runtime.CapOutput(r.Output)})
+	}
+	if len(out.Log) > runtime.MaxHealthLog {
+		out.Log = out.Log[len(out.Log)-runtime.MaxHealthLog:]
 	}
 	return out
 }

@@ -103,18 +103,36 @@ func TestHealthOf(t *testing.T) {
 	for i := range 7 {
 		log = append(log, &container.HealthcheckResult{ExitCode: i % 2, Output: strings.Repeat("x", 5000)})
 	}
-	h := healthOf(&container.Health{Status: container.Unhealthy, FailingStreak: 4, Log: log})
+	h := healthOf(&container.Health{Status: container.Unhealthy, FailingStreak: 4, Log: log}, time.Time{})
 	if h.Status != runtime.HealthUnhealthy || h.FailingStreak != 4 || len(h.Log) != runtime.MaxHealthLog {
 		t.Fatalf("health = %+v", h)
 	}
 	if h.Log[0].ExitCode != 0 || !h.Log[0].OK || h.Log[1].OK || len(h.Log[1].Output) != runtime.MaxCheckOutput {
 		t.Errorf("log = %+v, want the latest five, OK on exit 0, output bounded", h.Log[:2])
 	}
-	if got := healthOf(nil); got.Status != runtime.HealthNone {
+	if got := healthOf(nil, time.Time{}); got.Status != runtime.HealthNone {
 		t.Errorf("no healthcheck = %+v", got)
 	}
-	if got := healthOf(&container.Health{Status: container.Starting}); got.Status != runtime.HealthStarting {
+	if got := healthOf(&container.Health{Status: container.Starting}, time.Time{}); got.Status != runtime.HealthStarting {
 		t.Errorf("starting = %+v", got)
+	}
+}
+
+// A container started again keeps Docker's health log of its earlier runs;
+// only the checks of the current run count.
+func TestHealthOf_LeavesOutEarlierRuns(t *testing.T) {
+	started := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
+	log := []*container.HealthcheckResult{
+		{Start: started.Add(-time.Minute), ExitCode: 0, Output: "earlier run: ok"},
+		{Start: started.Add(-time.Second), ExitCode: 0, Output: "earlier run: ok"},
+		{Start: started.Add(2 * time.Second), ExitCode: 1, Output: "this run: connection refused"},
+	}
+	h := healthOf(&container.Health{Status: container.Starting, Log: log}, started)
+	if len(h.Log) != 1 || h.Log[0].Output != "this run: connection refused" || h.Log[0].OK {
+		t.Errorf("log = %+v, want only this run's failed check", h.Log)
+	}
+	if h := healthOf(&container.Health{Status: container.Starting, Log: log[:2]}, started); len(h.Log) != 0 {
+		t.Errorf("log = %+v, want none: no check of this run yet", h.Log)
 	}
 }
 
