@@ -52,9 +52,9 @@ services:
     stop_grace_period: ${MYTHEX_STOP_GRACE_PERIOD}
     healthcheck:
       test: ["CMD", "/mythex", "sample-app", "check", "http://127.0.0.1:8081${MYTHEX_HEALTH_PATH}"]
-      # each check execs mythex in the container (~0.2 s of CPU): a slow
-      # pace, and quick looks only while it boots
-      interval: 2s
+      # each check execs mythex in the container (~0.4 s of CPU with runc's
+      # share): a slow pace, and quick looks only while it boots
+      interval: 5s
       timeout: 2s
       retries: 3
       start_period: 10s

@@ -181,10 +181,11 @@ func (e *testEnv) service(t *testing.T, name, version string, env map[string]str
 		Restart:         definition.RestartPolicy{Policy: definition.RestartNo},
 		Healthcheck: &definition.Healthcheck{
 			Test: []string{"/mythex", "sample-app", "check", fmt.Sprintf("http://127.0.0.1:%d/healthz", SampleAppPort)},
-			// Each check execs mythex in the container, about 0.2 s of
-			// CPU: at 300 ms four containers kept two cores busy. The
-			// tests wait only for a first pass, which start_interval paces.
-			Interval: 2 * time.Second, Timeout: 3 * time.Second, Retries: 3,
+			// Each check execs mythex in the container, about 0.4 s of
+			// CPU with runc's share: at 300 ms four containers kept two
+			// cores busy. The tests wait only for a first pass, which
+			// start_interval paces; Docker's own checks only keep it.
+			Interval: 5 * time.Second, Timeout: 3 * time.Second, Retries: 3,
 			StartPeriod: 10 * time.Second, StartInterval: 100 * time.Millisecond,
 		},
 		Ports:    []definition.Port{{HostIP: "127.0.0.1", Published: port, Target: SampleAppPort, Protocol: "tcp"}},

@@ -287,7 +287,7 @@ func TestDocker_ContainerCarriesTheDefinition(t *testing.T) {
 	if c.Config.StopTimeout == nil || *c.Config.StopTimeout != 12 {
 		t.Errorf("StopTimeout = %v, want 12", c.Config.StopTimeout)
 	}
-	if hc := c.Config.Healthcheck; hc == nil || hc.Test[0] != "CMD" || hc.Interval != 2*time.Second || hc.Retries != 3 {
+	if hc := c.Config.Healthcheck; hc == nil || hc.Test[0] != "CMD" || hc.Interval != svc.Healthcheck.Interval || hc.Retries != 3 {
 		t.Errorf("healthcheck = %+v", hc)
 	}
 	if rp := c.HostConfig.RestartPolicy; rp.Name != "on-failure" || rp.MaximumRetryCount != 2 {
