@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -29,7 +30,16 @@ func (l Listener) String() string {
 // the listening sockets from /proc/net/tcp{,6} (state 0A), their owner from
 // the socket links in /proc/*/fd — what `ss -ltnp` reports. ok false when
 // nobody listens. Linux only.
+//
+// It first tries to bind the port's wildcard address: when that succeeds
+// nobody listens, and the tables are not read at all. /proc/net/tcp lists
+// every socket of the host, time-wait ones included, formatted by the
+// kernel on each read: on a busy host that is tens of thousands of lines
+// per service start.
 func PortHolder(port int) (Listener, bool) {
+	if portFree(port) {
+		return Listener{}, false
+	}
 	inodes := listeningInodes(port)
 	if len(inodes) == 0 {
 		return Listener{}, false
@@ -48,6 +58,22 @@ func PortHolder(port int) (Listener, bool) {
 		return Listener{PID: pid, Command: Cmdline(pid)}, true
 	}
 	return Listener{}, true
+}
+
+// portFree reports whether binding TCP port on the wildcard address (IPv6
+// and IPv4 where the host has both, else IPv4) succeeds, and closes what it
+// bound. A listener on any address of the port, IPv4 or IPv6, makes that
+// bind fail (Linux refuses a wildcard bind beside a listening socket of the
+// same port even with SO_REUSEADDR, which Go sets); so does a port this
+// process may not bind (below 1024 without the capability), for which
+// false only means "look".
+func portFree(port int) bool {
+	ln, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+	if err != nil {
+		return false
+	}
+	_ = ln.Close()
+	return true
 }
 
 // Cmdline is pid's command line, space-separated and cut to 120 bytes; "?"
