@@ -10,6 +10,14 @@
 // first process links, the others wait, then `go build` finds the binary up to
 // date (its build ID matches) and leaves it as it is. A changed source makes
 // `go build` link again, so a stale binary is never run.
+//
+// Even an up-to-date `go build` of the mythex command costs about a second
+// of CPU (it loads and hashes every package), once per binary per test
+// process. So beside each binary lies a stamp: the module's files by path,
+// size and modification time, with the build's environment. When the stamp
+// still matches, the binary is used without asking `go build`; any edit,
+// added or removed file in the module (go.mod and go.sum name the
+// dependencies) changes it, and `go build` decides again.
 package testbin
 
 import (
@@ -17,6 +25,7 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
@@ -64,7 +73,7 @@ func build(pkg, cgo string) (string, error) {
 	if p, ok := built[memo]; ok {
 		return p, nil
 	}
-	dir, err := sharedDir()
+	dir, root, err := sharedDir()
 	if err != nil {
 		return "", fmt.Errorf("testbin: %w", err)
 	}
@@ -86,29 +95,107 @@ func build(pkg, cgo string) (string, error) {
 		return "", fmt.Errorf("testbin: lock %s: %w", lock.Path(), err)
 	}
 	defer lock.Unlock()
+	stampPath := out + ".stamp"
+	// Taken before the build: an edit while it runs makes the next one
+	// ask go build again.
+	stamp, stampErr := sourceStamp(root, key, cgo)
+	if stampErr == nil && upToDate(out, stampPath, stamp) {
+		built[memo] = out
+		return out, nil
+	}
+	_ = os.Remove(stampPath)
 	cmd := exec.Command("go", "build", "-o", out, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("testbin: go build (CGO_ENABLED=%s) %s: %w\n%s", cgo, pkg, err, b)
 	}
+	if stampErr == nil {
+		// Written whole or not at all (a rename); a missing stamp only
+		// costs the next process a go build.
+		tmp := stampPath + ".tmp"
+		if os.WriteFile(tmp, []byte(stamp), 0o644) == nil {
+			_ = os.Rename(tmp, stampPath)
+		}
+	}
 	built[memo] = out
 	return out, nil
 }
 
-// sharedDir returns (making it) the directory of this checkout's binaries:
-// named after the module's root directory and the build settings, so two
-// checkouts, or two GOFLAGS, never share a binary.
-func sharedDir() (string, error) {
-	root, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
+// upToDate reports whether the binary out exists and the stamp at
+// stampPath, written after it was built, equals stamp.
+func upToDate(out, stampPath, stamp string) bool {
+	if _, err := os.Stat(out); err != nil {
+		return false
 	}
-	key := strings.Join([]string{strings.TrimSpace(string(root)), os.Getenv("GOFLAGS"), runtime.GOOS, runtime.GOARCH}, "\x00")
-	dir := filepath.Join(os.TempDir(), "mythex-testbin-"+shortHash(key))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	b, err := os.ReadFile(stampPath)
+	return err == nil && string(b) == stamp
+}
+
+// sourceStamp is the hash of what a build of pkg (key) under the module at
+// root depends on and a file listing can see: every file of the module
+// (but .git) by path, size and modification time, the Go toolchain of this
+// test binary, and the environment variables that change a build. Files
+// outside the module come from the module cache, named by go.sum.
+func sourceStamp(root, key, cgo string) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", key, cgo, runtime.Version())
+	for _, v := range []string{"GOFLAGS", "GOOS", "GOARCH", "GOAMD64", "GOEXPERIMENT", "GOTOOLCHAIN", "CGO_CFLAGS", "CGO_LDFLAGS", "CC", "GOROOT", "GOPATH", "GOWORK"} {
+		fmt.Fprintf(h, "%s=%s\x00", v, os.Getenv(v))
+	}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00%d\x00%v\x00", p, info.Size(), info.ModTime().UnixNano(), info.Mode())
+		return nil
+	})
+	if err != nil {
 		return "", err
 	}
-	return dir, nil
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// sharedDir returns (making it) the directory of this checkout's binaries,
+// and the module's root directory: the directory is named after the root
+// and the build settings, so two checkouts, or two GOFLAGS, never share a
+// binary.
+func sharedDir() (dir, root string, err error) {
+	shared.Lock()
+	defer shared.Unlock()
+	if shared.dir != "" {
+		return shared.dir, shared.root, nil
+	}
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(gomod))
+	if mod == "" || mod == os.DevNull {
+		return "", "", fmt.Errorf("go env GOMOD: not inside a module")
+	}
+	key := strings.Join([]string{mod, os.Getenv("GOFLAGS"), runtime.GOOS, runtime.GOARCH}, "\x00")
+	dir = filepath.Join(os.TempDir(), "mythex-testbin-"+shortHash(key))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", err
+	}
+	shared.dir, shared.root = dir, filepath.Dir(mod)
+	return shared.dir, shared.root, nil
+}
+
+// shared is what sharedDir found, kept for the life of the test process.
+var shared struct {
+	sync.Mutex
+	dir, root string
 }
 
 func shortHash(s string) string {
@@ -149,7 +236,7 @@ func SetParallel(n int) {
 // kernel frees the lock of a holder that dies. A failure to lock fails t.
 func Exclusive(t testing.TB, name string) {
 	t.Helper()
-	dir, err := sharedDir()
+	dir, _, err := sharedDir()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,9 @@ package testbin
 import (
 	"flag"
 	"os"
+	"path/filepath"
 	"testing"
+	"time"
 )
 
 // TestBuild_SharedAndUpToDate: a second build of the same package, as another
@@ -54,5 +56,96 @@ func TestSetParallel(t *testing.T) {
 	}
 	if got := f.Value.String(); got != want {
 		t.Errorf("-parallel = %s after SetParallel(7), want %s (given on the command line: %v)", got, want, given)
+	}
+}
+
+// TestBuild_StampSparesGoBuild: once a binary and its stamp are written, a
+// test process whose module files have not changed uses the binary without
+// running the go command at all (here: there is none on PATH).
+func TestBuild_StampSparesGoBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	p1, err := Build(App)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Cleanup()
+	t.Setenv("PATH", t.TempDir()) // no go command to run
+	p2, err := Build(App)
+	if err != nil {
+		t.Fatalf("build with an up-to-date stamp ran go: %v", err)
+	}
+	if p1 != p2 {
+		t.Errorf("second build at %s, want %s", p2, p1)
+	}
+}
+
+// TestSourceStamp: the stamp changes when a file of the module is edited
+// (size or time), added or removed, and with the build's settings; it does
+// not change when nothing did, nor with what is under .git.
+func TestSourceStamp(t *testing.T) {
+	root := t.TempDir()
+	write := func(name, body string, mtime time.Time) {
+		t.Helper()
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t0 := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
+	write("go.mod", "module x\n", t0)
+	write("cmd/x/main.go", "package main\n", t0)
+	stamp := func() string {
+		t.Helper()
+		s, err := sourceStamp(root, "x/cmd/x", "0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	base := stamp()
+	if again := stamp(); again != base {
+		t.Fatalf("stamp changed with nothing changed: %s then %s", base, again)
+	}
+	write(".git/index", "anything", t0.Add(time.Hour))
+	if s := stamp(); s != base {
+		t.Errorf("a change under .git changed the stamp")
+	}
+	cgo, err := sourceStamp(root, "x/cmd/x", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cgo == base {
+		t.Errorf("CGO_ENABLED=1 has the stamp of CGO_ENABLED=0")
+	}
+	steps := []struct {
+		name   string
+		change func()
+	}{
+		{"edited, same size, later", func() { write("cmd/x/main.go", "package mian\n", t0.Add(time.Nanosecond)) }},
+		{"edited, other size, same time", func() { write("cmd/x/main.go", "package main // x\n", t0.Add(time.Nanosecond)) }},
+		{"file added", func() { write("internal/y/y.go", "package y\n", t0) }},
+		{"file removed", func() {
+			if err := os.Remove(filepath.Join(root, "internal/y/y.go")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"dependency changed", func() { write("go.sum", "example.com/z v1.0.0 h1:x\n", t0) }},
+	}
+	prev := base
+	for _, st := range steps {
+		st.change()
+		s := stamp()
+		if s == prev {
+			t.Errorf("%s: the stamp did not change", st.name)
+		}
+		prev = s
 	}
 }
