@@ -92,29 +92,49 @@ backend: {keepalive_idle_timeout: 75s, stop_grace_period: 30s}
 // code.
 func runMythexEnv(t *testing.T, env []string, args ...string) (string, int) {
 	t.Helper()
+	var out bytes.Buffer
+	code := runMythexTo(t, env, &out, &out, args...)
+	return out.String(), code
+}
+
+// runMythexSplit runs the mythex binary like runMythexEnv and returns its
+// exit code, stdout and stderr apart — runCLI's results, from a process of
+// its own, so that a test using it may run in parallel (runCLI swaps the
+// test process's os.Stdout).
+func runMythexSplit(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = runMythexTo(t, env, &out, &errOut, args...)
+	return code, out.String(), errOut.String()
+}
+
+// runMythexTo runs the mythex binary with env and args, its stdout and
+// stderr to the writers given, and returns its exit code.
+func runMythexTo(t *testing.T, env []string, stdout, stderr io.Writer, args ...string) int {
+	t.Helper()
 	bin, err := testbin.Build(testbin.Mythex)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	err = cmd.Run()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		return out.String(), ee.ExitCode()
+		return ee.ExitCode()
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out.String(), 0
+	return 0
 }
 
 func TestCheckLive_DriftAndApply(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the mythex binary")
 	}
+	t.Parallel() // its own stand; every command a process of its own
 	st := newALBStand(t, liveSettings(), 0)
 	cfg := albConfig(t, st.endpoint, st.arn)
 	env := albEnv(standKey)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 // back to v1 through the rolling deploy, records v1 as last good, and is in
 // every host's history as a rollback.
 func TestRollbackCmd(t *testing.T) {
+	t.Parallel() // its own fleet; the commands run as processes of their own
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	f, _ := startSuiteFleet(ctx, t, 2)
@@ -25,8 +27,11 @@ func TestRollbackCmd(t *testing.T) {
 			t.Fatalf("deploy %s: %v", v, err)
 		}
 	}
-	t.Setenv(agentTokenEnv, f.AgentToken)
-	t.Setenv(lbTokenEnv, f.LBToken)
+	env := append(os.Environ(), agentTokenEnv+"="+f.AgentToken, lbTokenEnv+"="+f.LBToken)
+	cli := func(t *testing.T, args ...string) (int, string, string) {
+		t.Helper()
+		return runMythexSplit(t, env, args...)
+	}
 	current := func() []string {
 		var vs []string
 		for i := range f.Loaded.Hosts {
@@ -39,7 +44,7 @@ func TestRollbackCmd(t *testing.T) {
 		return vs
 	}
 
-	code, out, errOut := runCLI(t, "rollback", "-f", f.Loaded.Path, "--to", "v0")
+	code, out, errOut := cli(t, "rollback", "-f", f.Loaded.Path, "--to", "v0")
 	if code != exitBadUse || !strings.Contains(errOut, "v0 is no longer kept by web-1 (keeps v2, v1), web-2 (keeps v2, v1)") {
 		t.Fatalf("rollback --to v0 = exit %d\n%s%s; want 2 naming both hosts", code, out, errOut)
 	}
@@ -47,7 +52,7 @@ func TestRollbackCmd(t *testing.T) {
 		t.Fatalf("after a refused rollback the hosts run %s (current/last good); want v2/v2 untouched", got)
 	}
 
-	code, out, errOut = runCLI(t, "rollback", "-f", f.Loaded.Path, "--json")
+	code, out, errOut = cli(t, "rollback", "-f", f.Loaded.Path, "--json")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	var res deploy.Result
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil || code != exitOK || !res.OK || res.Version != "v1" {
@@ -56,7 +61,7 @@ func TestRollbackCmd(t *testing.T) {
 	if got := strings.Join(current(), ","); got != "v1/v1,v1/v1" {
 		t.Fatalf("after the rollback the hosts run %s (current/last good); want v1/v1", got)
 	}
-	code, out, errOut = runCLI(t, "history", "-f", f.Loaded.Path, "--json", "--limit", "1")
+	code, out, errOut = cli(t, "history", "-f", f.Loaded.Path, "--json", "--limit", "1")
 	var ds []history.Deploy
 	if err := json.Unmarshal([]byte(out), &ds); err != nil || code != exitOK || len(ds) != 1 {
 		t.Fatalf("history = exit %d %v\n%s%s", code, err, out, errOut)
