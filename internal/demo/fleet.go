@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -627,19 +628,31 @@ var handedOut = struct {
 // that cannot be written claims nothing and lets the port through: the
 // in-process map still keeps this process's fleets apart.
 func claimPort(port int) bool {
+	ok, _ := claimPortUndoable(port)
+	return ok
+}
+
+// claimPortUndoable is claimPort that also returns undo, which gives the
+// claim back (for a port found taken after all). handedOut must be held.
+func claimPortUndoable(port int) (ok bool, undo func()) {
+	nothing := func() {}
 	dir := filepath.Join(os.TempDir(), "mythex-demo-ports")
 	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return true
+		return true, nothing
 	}
 	l := flock.New(filepath.Join(dir, strconv.Itoa(port)))
 	ok, err := l.TryLock()
 	if err != nil {
-		return true
+		return true, nothing
 	}
-	if ok {
-		handedOut.claims = append(handedOut.claims, l)
+	if !ok {
+		return false, nothing
 	}
-	return ok
+	handedOut.claims = append(handedOut.claims, l)
+	return true, func() {
+		handedOut.claims = slices.DeleteFunc(handedOut.claims, func(c *flock.Flock) bool { return c == l })
+		_ = l.Unlock()
+	}
 }
 
 // FreePorts returns n loopback ports that are free now, were never returned
@@ -655,7 +668,8 @@ func FreePorts(n int) ([]int, error) { return freePorts(n) }
 // to any other process's bind to port 0, or be the local end of an outgoing
 // connection, in the seconds before the fleet's processes bind it (seen as a
 // service exiting "address already in use" on a busy machine); below the
-// range only an explicit bind takes it. Elsewhere the kernel picks.
+// range only an explicit bind takes it. Elsewhere the kernel picks. A port
+// is claimed across processes before it is bound to test it (tryFleetPort).
 func freePorts(n int) ([]int, error) {
 	handedOut.Lock()
 	defer handedOut.Unlock()
@@ -671,26 +685,60 @@ func freePorts(n int) ([]int, error) {
 		if tries > 100*n {
 			return nil, fmt.Errorf("find %d free ports: tried %d", n, tries)
 		}
-		port := 0
+		var port int
+		var ok bool
 		if low > minFleetPort+n {
-			port = minFleetPort + mrand.IntN(low-minFleetPort)
-		}
-		l, err := net.Listen("tcp", addr(port))
-		if err != nil {
-			if port != 0 {
-				continue // taken: try another
+			port, ok = tryFleetPort(minFleetPort+mrand.IntN(low-minFleetPort), net.Listen)
+		} else {
+			var err error
+			if port, ok, err = tryEphemeralPort(&ls); err != nil {
+				return nil, err
 			}
-			return nil, fmt.Errorf("find a free port: %w", err)
 		}
-		ls = append(ls, l) // held open until all n are found, so none repeats
-		port = l.Addr().(*net.TCPAddr).Port
-		if handedOut.ports[port] || !claimPort(port) {
-			continue
+		if ok {
+			handedOut.ports[port] = true
+			ports = append(ports, port)
 		}
-		handedOut.ports[port] = true
-		ports = append(ports, port)
 	}
 	return ports, nil
+}
+
+// tryFleetPort claims port and then binds it once with listen to see that
+// it is free: claimed first, bound second, because a port another process
+// claimed may be bound by it at any moment, and even a test bind here would
+// make its bind fail ("address already in use"). A port taken by a process
+// that does not claim is given back. handedOut must be held.
+func tryFleetPort(port int, listen func(network, address string) (net.Listener, error)) (int, bool) {
+	if handedOut.ports[port] {
+		return port, false
+	}
+	ok, undo := claimPortUndoable(port)
+	if !ok {
+		return port, false
+	}
+	l, err := listen("tcp", addr(port))
+	if err != nil {
+		undo()
+		return port, false
+	}
+	l.Close()
+	return port, true
+}
+
+// tryEphemeralPort binds port 0 and claims the port the kernel gave; the
+// listener joins ls, held until freePorts returns so the kernel does not
+// give the same port twice. handedOut must be held.
+func tryEphemeralPort(ls *[]net.Listener) (int, bool, error) {
+	l, err := net.Listen("tcp", addr(0))
+	if err != nil {
+		return 0, false, fmt.Errorf("find a free port: %w", err)
+	}
+	*ls = append(*ls, l)
+	port := l.Addr().(*net.TCPAddr).Port
+	if handedOut.ports[port] || !claimPort(port) {
+		return port, false, nil
+	}
+	return port, true, nil
 }
 
 // minFleetPort is the lowest port freePorts picks below the ephemeral range.
