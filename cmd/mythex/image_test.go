@@ -90,10 +90,10 @@ func TestImageBuildCmd_JSON(t *testing.T) {
 	}
 }
 
-// staticBinary is the CGO_ENABLED=0 mythex binary.
 // staticApp returns the sample app built statically (testbin.Build).
 func staticApp(t *testing.T) string { return mustBuild(t, testbin.App) }
 
+// staticBinary returns the CGO_ENABLED=0 mythex binary.
 func staticBinary(t *testing.T) string { return mustBuild(t, testbin.Mythex) }
 
 // mustBuild is testbin.Build of pkg, failing t when the build fails.

@@ -624,17 +624,12 @@ var handedOut = struct {
 }{ports: map[int]bool{}}
 
 // claimPort takes port for this process across processes (see
-// handedOut.claims); false when another live process holds it. A directory
-// that cannot be written claims nothing and lets the port through: the
-// in-process map still keeps this process's fleets apart.
-func claimPort(port int) bool {
-	ok, _ := claimPortUndoable(port)
-	return ok
-}
-
-// claimPortUndoable is claimPort that also returns undo, which gives the
-// claim back (for a port found taken after all). handedOut must be held.
-func claimPortUndoable(port int) (ok bool, undo func()) {
+// handedOut.claims); ok false when another live process holds it. A
+// directory that cannot be written claims nothing and lets the port
+// through: the in-process map still keeps this process's fleets apart.
+// undo gives the claim back (for a port found taken after all).
+// handedOut must be held.
+func claimPort(port int) (ok bool, undo func()) {
 	nothing := func() {}
 	dir := filepath.Join(os.TempDir(), "mythex-demo-ports")
 	if err := os.MkdirAll(dir, 0o777); err != nil {
@@ -712,7 +707,7 @@ func tryFleetPort(port int, listen func(network, address string) (net.Listener, 
 	if handedOut.ports[port] {
 		return port, false
 	}
-	ok, undo := claimPortUndoable(port)
+	ok, undo := claimPort(port)
 	if !ok {
 		return port, false
 	}
@@ -735,10 +730,11 @@ func tryEphemeralPort(ls *[]net.Listener) (int, bool, error) {
 	}
 	*ls = append(*ls, l)
 	port := l.Addr().(*net.TCPAddr).Port
-	if handedOut.ports[port] || !claimPort(port) {
+	if handedOut.ports[port] {
 		return port, false, nil
 	}
-	return port, true, nil
+	ok, _ := claimPort(port)
+	return port, ok, nil
 }
 
 // minFleetPort is the lowest port freePorts picks below the ephemeral range.

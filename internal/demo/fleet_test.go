@@ -73,7 +73,7 @@ func TestFreePorts_ClaimedAcrossProcesses(t *testing.T) {
 	}
 	defer theirs.Unlock()
 	handedOut.Lock()
-	got := claimPort(p)
+	got, _ := claimPort(p)
 	handedOut.Unlock()
 	if got {
 		t.Errorf("port %d, claimed by another process, was claimed here too", p)

@@ -21,6 +21,7 @@
 package testbin
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"flag"
@@ -35,8 +36,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/mythex/mythex/internal/flocks"
 )
 
 var (
@@ -229,23 +233,27 @@ func SetParallel(n int) {
 	}
 }
 
-// Exclusive takes the checkout-wide lock named name (a file lock beside the
-// shared binaries) and holds it until t ends: tests in different packages —
-// different test processes of one `go test ./...` — that must not run at the
-// same time take the same name. It waits as long as the holder runs; the
-// kernel frees the lock of a holder that dies. A failure to lock fails t.
+// Exclusive takes the checkout-wide lock named name (mythex's one lock
+// type, flocks.Lock, beside the shared binaries; its holder file names the
+// test) and holds it until t ends: tests in different packages — different
+// test processes of one `go test ./...` — that must not run at the same time
+// take the same name. It waits as long as the holder runs; the kernel frees
+// the lock of a holder that dies. A failure to lock fails t.
 func Exclusive(t testing.TB, name string) {
 	t.Helper()
 	dir, _, err := sharedDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := flock.New(filepath.Join(dir, name+".exclusive"))
-	if err := l.Lock(); err != nil {
+	l := flocks.New(filepath.Join(dir, name+".exclusive"), "the test lock "+name)
+	if err := l.Lock(context.Background(), t.Name(), exclusivePoll); err != nil {
 		t.Fatalf("lock %s: %v", name, err)
 	}
 	t.Cleanup(func() { _ = l.Unlock() })
 }
+
+// exclusivePoll is how often Exclusive looks whether its lock is free.
+const exclusivePoll = 100 * time.Millisecond
 
 // DockerStartsLock is the Exclusive name of the tests that start many
 // containers at once (the Docker demo) and of those that fail when starved

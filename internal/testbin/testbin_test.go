@@ -1,11 +1,14 @@
 package testbin
 
 import (
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/mythex/mythex/internal/flocks"
 )
 
 // TestBuild_SharedAndUpToDate: a second build of the same package, as another
@@ -148,4 +151,31 @@ func TestSourceStamp(t *testing.T) {
 		}
 		prev = s
 	}
+}
+
+// TestExclusive: while a test holds the lock, another taker is refused and
+// the holder file names the test; when the test ends the lock is free.
+func TestExclusive(t *testing.T) {
+	dir, _, err := sharedDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "testbin-self-test"
+	path := filepath.Join(dir, name+".exclusive")
+	other := flocks.New(path, "the test lock "+name)
+	var holderSeen string
+	t.Run("holder", func(t *testing.T) {
+		Exclusive(t, name)
+		holderSeen = flocks.Holder(path)
+		if err := other.TryLock("another test"); !errors.Is(err, flocks.ErrHeld) {
+			t.Errorf("TryLock while held = %v, want ErrHeld", err)
+		}
+	})
+	if holderSeen != "TestExclusive/holder" {
+		t.Errorf("holder while held = %q, want the test's name", holderSeen)
+	}
+	if err := other.TryLock("another test"); err != nil {
+		t.Fatalf("TryLock after the holder ended = %v, want the lock", err)
+	}
+	_ = other.Unlock()
 }
