@@ -147,9 +147,10 @@ func TestAgentBootstrapCmd_StartsTheCurrentDefinition(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the sample app")
 	}
+	t.Parallel() // its own state dir and services; the command a process of its own
 	dir, port := publishedStateDir(t)
 	t.Cleanup(func() { stopServices(t, dir) })
-	code, stdout, stderr := runCLI(t, "agent", "bootstrap", "--state-dir", dir, "--host", "web-1", "--json")
+	code, stdout, stderr := runMythexSplit(t, nil, "agent", "bootstrap", "--state-dir", dir, "--host", "web-1", "--json")
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}

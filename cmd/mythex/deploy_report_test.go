@@ -23,6 +23,7 @@ import (
 // history --report draws the same report from it.
 func TestDeploy_MeasureReport(t *testing.T) {
 	t.Parallel() // its own processes, ports and directories
+	testbin.FleetSlot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	f, dir := startSuiteFleet(ctx, t, 2)

@@ -335,6 +335,7 @@ func (l *load) end() {
 // again, not recreated — the rollout stops, and still nothing is dropped.
 func TestDockerDeploy(t *testing.T) {
 	t.Parallel() // its own processes, ports, containers and images (by run ID)
+	testbin.FleetSlot(t)
 	f := newDockerFleet(t)
 	if code, out := f.deploy("v1"); code != 0 {
 		t.Fatalf("deploy v1: exit %d\n%s", code, out)

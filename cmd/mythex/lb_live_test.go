@@ -182,6 +182,7 @@ func TestCheckLive_RefusalsExit2AndChangeNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the mythex binary")
 	}
+	t.Parallel() // its own stand; every command a process of its own
 	st := newALBStand(t, liveSettings(), 0)
 	drifted := liveSettings()
 	drifted.HealthCheckInterval = 30 * time.Second

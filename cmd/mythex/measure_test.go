@@ -159,6 +159,7 @@ func closedPort(t *testing.T) string {
 
 // TestMeasureCmd_Command runs mythex measure -- COMMAND as real processes.
 func TestMeasureCmd_Command(t *testing.T) {
+	t.Parallel() // every command a process of its own
 	url := appServer(t)
 	t.Run("command succeeds: exit 0, command output kept off the JSON", func(t *testing.T) {
 		t.Parallel()
@@ -218,6 +219,7 @@ func TestMeasureCmd_Command(t *testing.T) {
 // TestMeasureCmd_ExitCodes checks the gate on requests that reached nothing
 // and incomplete measurements, end to end.
 func TestMeasureCmd_ExitCodes(t *testing.T) {
+	t.Parallel() // every command a process of its own
 	dead := closedPort(t)
 	lb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" {

@@ -59,8 +59,9 @@ func localClient(t *testing.T, dir string) *fly.Client {
 // on the local platform is exit 2 "image not found", before any machine
 // changes and before a release is recorded.
 func TestPublishCmd_MissingImageIsBadInput(t *testing.T) {
+	t.Parallel() // its own local platform and state dir; every command a process of its own
 	bin, dir := localPlatform(t)
-	if code, out, errOut := runCLI(t, publishArgs(bin, dir, "v1")...); code != 0 {
+	if code, out, errOut := runMythexSplit(t, nil, publishArgs(bin, dir, "v1")...); code != 0 {
 		t.Fatalf("publish v1: exit %d\n%s\n%s", code, out, errOut)
 	}
 	notExec := filepath.Join(t.TempDir(), "app")
@@ -74,7 +75,7 @@ func TestPublishCmd_MissingImageIsBadInput(t *testing.T) {
 				args[i+1] = img
 			}
 		}
-		code, out, errOut := runCLI(t, args...)
+		code, out, errOut := runMythexSplit(t, nil, args...)
 		if code != exitBadUse || !strings.Contains(errOut, "image not found") {
 			t.Errorf("publish --image %s: exit %d, want 2 \"image not found\"\n%s\n%s", img, code, out, errOut)
 		}
@@ -127,8 +128,9 @@ func exitCode(t *testing.T, cmd *exec.Cmd) int {
 // in-place publish restores v1 and records v2 as interrupted (it used to
 // leave v2 running with v1 still marked current).
 func TestPublishCmd_FirstSignalRestoresTheLastGoodRelease(t *testing.T) {
+	t.Parallel() // its own local platform and state dir; every command a process of its own
 	bin, dir := localPlatform(t)
-	if code, out, errOut := runCLI(t, publishArgs(bin, dir, "v1")...); code != 0 {
+	if code, out, errOut := runMythexSplit(t, nil, publishArgs(bin, dir, "v1")...); code != 0 {
 		t.Fatalf("publish v1: exit %d\n%s\n%s", code, out, errOut)
 	}
 	cmd, out := startPublish(t, bin, dir, "v2", "--stable-for", "30s", "--window", "60s")
@@ -154,8 +156,9 @@ func TestPublishCmd_FirstSignalRestoresTheLastGoodRelease(t *testing.T) {
 // stop the publish at once; whatever was left, the repair command restores
 // v1.
 func TestPublishCmd_SecondSignalLeavesARepairableState(t *testing.T) {
+	t.Parallel() // its own local platform and state dir; every command a process of its own
 	bin, dir := localPlatform(t)
-	if code, out, errOut := runCLI(t, publishArgs(bin, dir, "v1")...); code != 0 {
+	if code, out, errOut := runMythexSplit(t, nil, publishArgs(bin, dir, "v1")...); code != 0 {
 		t.Fatalf("publish v1: exit %d\n%s\n%s", code, out, errOut)
 	}
 	cmd, out := startPublish(t, bin, dir, "v2", "--stable-for", "30s", "--window", "60s")
@@ -168,7 +171,7 @@ func TestPublishCmd_SecondSignalLeavesARepairableState(t *testing.T) {
 	if s := out.String(); strings.Contains(s, "aborted") && !strings.Contains(s, "mythex publish reconcile") {
 		t.Errorf("an abort that does not say how to repair: %s", s)
 	}
-	if code, o, e := runCLI(t, append([]string{"publish", "reconcile", "--state-dir", dir}, fast...)...); code == exitUnknown {
+	if code, o, e := runMythexSplit(t, nil, append([]string{"publish", "reconcile", "--state-dir", dir}, fast...)...); code == exitUnknown {
 		t.Fatalf("repair: exit %d\n%s\n%s", code, o, e)
 	}
 	v1, _ := findRelease(releaseHistory(t, dir), "v1")

@@ -25,8 +25,9 @@ import (
 
 func TestMain(m *testing.M) {
 	// The parallel tests here run real fleets, engines and browsers and
-	// wait on them, not on CPU: three at once.
-	testbin.SetParallel(3)
+	// wait on them, not on CPU: all at once, with how many fleets run at
+	// once bounded across the whole suite by testbin.FleetSlot.
+	testbin.SetParallel(16)
 	code := m.Run()
 	testbin.Cleanup()
 	os.Exit(code)
@@ -98,8 +99,9 @@ func decodeResult(t *testing.T, out string) termui.PublishJSON {
 // a working release goes live, one that crashes at startup fails, is rolled
 // back to it, and history and reconcile say so.
 func TestPublishCmd_LocalPlatform(t *testing.T) {
+	t.Parallel() // its own local platform and state dir; every command a process of its own
 	bin, dir := localPlatform(t)
-	code, out, errOut := runCLI(t, publishArgs(bin, dir, "v1")...)
+	code, out, errOut := runMythexSplit(t, nil, publishArgs(bin, dir, "v1")...)
 	if code != 0 {
 		t.Fatalf("publish v1: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -109,11 +111,11 @@ func TestPublishCmd_LocalPlatform(t *testing.T) {
 
 	// Let it sleep and wake, as in the write-up's reproduction.
 	for _, a := range [][]string{{"publish", "sleep", "--app", "api", "--state-dir", dir}, {"publish", "sleep", "--app", "api", "--wake", "--state-dir", dir}} {
-		if code, out, errOut := runCLI(t, a...); code != 0 || !strings.Contains(out, "1 machine(s) of api") {
+		if code, out, errOut := runMythexSplit(t, nil, a...); code != 0 || !strings.Contains(out, "1 machine(s) of api") {
 			t.Fatalf("%v: exit %d\n%s\n%s", a, code, out, errOut)
 		}
 	}
-	code, out, errOut = runCLI(t, publishArgs(bin, dir, "v2", "--env", "MYTHEX_APP_CRASH_ON_START=300ms")...)
+	code, out, errOut = runMythexSplit(t, nil, publishArgs(bin, dir, "v2", "--env", "MYTHEX_APP_CRASH_ON_START=300ms")...)
 	if code != 1 {
 		t.Fatalf("publish of a crashing v2: exit %d, want 1\n%s\n%s", code, out, errOut)
 	}
@@ -126,11 +128,11 @@ func TestPublishCmd_LocalPlatform(t *testing.T) {
 		t.Errorf("reasons %q do not say which machine crashed how often and whether it still restarts", reasons)
 	}
 
-	code, out, _ = runCLI(t, "publish", "history", "--app", "api", "--state-dir", dir)
+	code, out, _ = runMythexSplit(t, nil, "publish", "history", "--app", "api", "--state-dir", dir)
 	if code != 0 || !strings.Contains(out, "*v1") || !strings.Contains(out, "rolled_back → v1") {
 		t.Errorf("history: exit %d\n%s", code, out)
 	}
-	code, out, errOut = runCLI(t, append([]string{"publish", "reconcile", "--state-dir", dir}, fast...)...)
+	code, out, errOut = runMythexSplit(t, nil, append([]string{"publish", "reconcile", "--state-dir", dir}, fast...)...)
 	if code != 0 || !strings.Contains(out, "api v1: none (verdict live)") {
 		t.Errorf("reconcile: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -241,10 +243,11 @@ func version(t *testing.T, addr string) string {
 // behind the embedded LB; a release crashing at startup fails while the LB
 // keeps serving the previous one.
 func TestPublishCmd_BlueGreen(t *testing.T) {
+	t.Parallel() // its own local platform and state dir; every command a process of its own
 	bin, dir := localPlatform(t)
 	traffic, admin := lbtest.Start(t, "lb-token")
-	t.Setenv(lbTokenEnv, "lb-token")
-	code, out, errOut := runCLI(t, publishArgs(bin, dir, "v1", "--lb-admin", admin)...)
+	env := append(os.Environ(), lbTokenEnv+"=lb-token")
+	code, out, errOut := runMythexSplit(t, env, publishArgs(bin, dir, "v1", "--lb-admin", admin)...)
 	if code != 0 {
 		t.Fatalf("publish v1: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -263,7 +266,7 @@ func TestPublishCmd_BlueGreen(t *testing.T) {
 	if err := prober.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut = runCLI(t, publishArgs(bin, dir, "v2", "--lb-admin", admin, "--env", "MYTHEX_APP_CRASH_ON_START=300ms")...)
+	code, out, errOut = runMythexSplit(t, env, publishArgs(bin, dir, "v2", "--lb-admin", admin, "--env", "MYTHEX_APP_CRASH_ON_START=300ms")...)
 	if code != 1 {
 		t.Fatalf("publish of a crashing v2: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -273,7 +276,7 @@ func TestPublishCmd_BlueGreen(t *testing.T) {
 	if v := version(t, traffic); v != "v1" {
 		t.Errorf("the LB serves %q after the failed v2, want v1", v)
 	}
-	code, _, errOut = runCLI(t, publishArgs(bin, dir, "v3", "--lb-admin", "http://127.0.0.1:1", "--strategy", "bluegreen")...)
+	code, _, errOut = runMythexSplit(t, env, publishArgs(bin, dir, "v3", "--lb-admin", "http://127.0.0.1:1", "--strategy", "bluegreen")...)
 	if code != 3 || !strings.Contains(errOut, "the serving release was not touched") {
 		t.Errorf("a publish whose router does not answer: exit %d, %q; want 3", code, errOut)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/history"
+	"github.com/mythex/mythex/internal/testbin"
 )
 
 // TestRollbackCmd: on a local fleet of real processes deployed v1 then v2,
@@ -19,6 +20,7 @@ import (
 // every host's history as a rollback.
 func TestRollbackCmd(t *testing.T) {
 	t.Parallel() // its own fleet; the commands run as processes of their own
+	testbin.FleetSlot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	f, _ := startSuiteFleet(ctx, t, 2)

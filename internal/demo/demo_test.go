@@ -25,11 +25,11 @@ import (
 
 func TestMain(m *testing.M) {
 	// Every test here runs its own fleet (an LB, agents, four services a
-	// host) and waits mostly on its timings, but the whole suite is
-	// CPU-bound on two cores (sampled: 85–100 % busy for most of a run):
-	// with three fleets here beside e2e's, lease renewals took longer than
-	// the scaled 3 s TTL and deploys aborted. Two at once.
-	testbin.SetParallel(2)
+	// host) and waits mostly on its timings: they all run in parallel, and
+	// how many fleets run at once is bounded across the whole suite by
+	// testbin.FleetSlot, not here — starved fleets' lease renewals outlast
+	// the scaled 3 s TTL and deploys abort.
+	testbin.SetParallel(16)
 	code := m.Run()
 	testbin.Cleanup()
 	os.Exit(code)
@@ -198,6 +198,7 @@ func versionOf(t *testing.T, c *agentapi.Client) string {
 
 func TestDemo_DeployUnderLoadDropsNothing(t *testing.T) {
 	t.Parallel()
+	testbin.FleetSlot(t)
 	sum, d := runUnderLoad(t, LBEmbedded, 3)
 	for _, h := range d.Hosts {
 		if h.Seconds < h.BoundSeconds {
@@ -223,6 +224,7 @@ func TestDemo_DeployUnderLoadDropsNothing(t *testing.T) {
 
 func TestDemo_BeforeProfileDropsRequests(t *testing.T) {
 	t.Parallel()
+	testbin.FleetSlot(t)
 	bin := mythexBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -240,6 +242,7 @@ func TestDemo_BeforeProfileDropsRequests(t *testing.T) {
 
 func TestFleet_NewVersionNeverHealthyIsRolledBack(t *testing.T) {
 	t.Parallel()
+	testbin.FleetSlot(t)
 	f := startFleet(t, 3)
 	web1 := f.Agent(0)
 	st, _ := web1.Status(context.Background())
@@ -286,6 +289,7 @@ func TestFleet_NewVersionNeverHealthyIsRolledBack(t *testing.T) {
 
 func TestFleet_DeployKilledMidDrainHostRecovers(t *testing.T) {
 	t.Parallel()
+	testbin.FleetSlot(t)
 	bin := mythexBin(t)
 	f := startFleet(t, 2)
 	cmd := exec.Command(bin, "deploy", "-f", f.Loaded.Path, "--version", "v2", "--json")
@@ -368,6 +372,7 @@ func deployCmd(t *testing.T, bin string, f *Fleet, version string) (*exec.Cmd, *
 // once resumed it changes nothing anywhere.
 func TestDeployCommand_FrozenPastItsLeaseChangesNothing(t *testing.T) {
 	t.Parallel() // its own fleet: processes, ports and directories
+	testbin.FleetSlot(t)
 	bin := mythexBin(t)
 	f := startFleet(t, 2)
 	cmd, sc, wait := deployCmd(t, bin, f, "v2")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/testbin"
 )
 
 // TestDemo_Faults runs every fault of `mythex demo --fault` end to end, at
@@ -48,9 +49,10 @@ func TestDemo_Faults(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.fault, func(t *testing.T) {
-			// Two fleets at a time (-parallel is GOMAXPROCS): the suite's
-			// time stays bounded; every wait has room on a loaded machine.
+			// How many fleets run at once is bounded suite-wide
+			// (testbin.FleetSlot): every wait has room on a loaded machine.
 			t.Parallel()
+			testbin.FleetSlot(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: max(tc.hosts, 2), Rate: 100, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(), ProbeTimeout: testProbeTimeout,
@@ -108,6 +110,7 @@ func TestDemo_Faults(t *testing.T) {
 func TestDemo_FaultsBehindHAProxy(t *testing.T) {
 	needHAProxy(t)
 	t.Parallel()
+	testbin.FleetSlot(t)
 	bin := mythexBin(t)
 	cfg, err := ProfileConfig(ProfileAfter, testScale)
 	if err != nil {

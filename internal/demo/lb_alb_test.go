@@ -10,6 +10,7 @@ import (
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/lb"
 	"github.com/mythex/mythex/internal/lbport"
+	"github.com/mythex/mythex/internal/testbin"
 )
 
 // startALBFleet starts a fleet whose deploys drive the embedded LB through
@@ -28,6 +29,7 @@ func startALBFleet(t *testing.T, throttle float64) *Fleet {
 
 func TestDemo_ALBDriverDeployUnderLoadDropsNothing(t *testing.T) {
 	t.Parallel() // its own fleet: processes, ports and directories
+	testbin.FleetSlot(t)
 	_, d := runUnderLoad(t, LBALB, 2)
 	// Each host: a deregistration, a registration and the polls between.
 	if d.LBCalls < 2*3 {
@@ -37,6 +39,7 @@ func TestDemo_ALBDriverDeployUnderLoadDropsNothing(t *testing.T) {
 
 func TestFleet_ALBThrottledDeployIsSlowerButSucceeds(t *testing.T) {
 	t.Parallel()
+	testbin.FleetSlot(t)
 	// 2 ELBv2 calls a second, for every caller.
 	f := startALBFleet(t, 2)
 	stop := load(t, f, 100)
@@ -75,6 +78,7 @@ func TestFleet_ALBThrottledDeployIsSlowerButSucceeds(t *testing.T) {
 
 func TestFleet_ALBRefusalsChangeNothing(t *testing.T) {
 	t.Parallel() // its own fleet: processes, ports and directories
+	testbin.FleetSlot(t)
 	f := startALBFleet(t, 0)
 	before := f.LB.Group.Targets()
 	tests := []struct {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/testbin"
 )
 
 func needHAProxy(t *testing.T) {
@@ -20,12 +21,14 @@ func needHAProxy(t *testing.T) {
 
 func TestHAProxy_DeployUnderLoadDropsNothing(t *testing.T) {
 	t.Parallel() // its own fleet: processes, ports and directories
+	testbin.FleetSlot(t)
 	needHAProxy(t)
 	runUnderLoad(t, LBHAProxy, 2)
 }
 
 func TestHAProxy_FailingReleaseRolledBack(t *testing.T) {
 	t.Parallel() // its own fleet: processes, ports and directories
+	testbin.FleetSlot(t)
 	needHAProxy(t)
 	cfg, err := ProfileConfig(ProfileAfter, testScale)
 	if err != nil {
@@ -64,6 +67,7 @@ func TestHAProxy_FailingReleaseRolledBack(t *testing.T) {
 // serve period ends; the deploy then sets it ready and carries on.
 func TestHAProxy_ReloadMidDeploy(t *testing.T) {
 	t.Parallel() // its own fleet: processes, ports and directories
+	testbin.FleetSlot(t)
 	needHAProxy(t)
 	// A wider scale than the other tests: the reload itself takes time out
 	// of the serve period on a loaded machine.

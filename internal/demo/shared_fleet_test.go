@@ -20,6 +20,7 @@ import (
 	"github.com/mythex/mythex/internal/lbapi"
 	"github.com/mythex/mythex/internal/lbport/embedded"
 	"github.com/mythex/mythex/internal/termui"
+	"github.com/mythex/mythex/internal/testbin"
 )
 
 // TestFleet_SharedByCommandTests runs the tests that only read a fleet, or
@@ -31,6 +32,7 @@ import (
 // so.
 func TestFleet_SharedByCommandTests(t *testing.T) {
 	t.Parallel() // its own fleet: processes, ports and directories
+	testbin.FleetSlot(t)
 	f := startFleet(t, 2)
 	steps := []struct {
 		name string

@@ -34,6 +34,7 @@ const agentDownFor = 2 * time.Second
 // verified version, the same everywhere, in rotation and healthy at the load
 // balancer, no lease left — and no request may reach nothing.
 func TestAgentKilledInEachPhase(t *testing.T) {
+	t.Parallel() // its cases own their fleets
 	if testing.Short() {
 		t.Skip("end-to-end: a fleet of real processes")
 	}
@@ -46,6 +47,7 @@ func TestAgentKilledInEachPhase(t *testing.T) {
 	for _, phase := range []deploy.Phase{deploy.PhaseLease, deploy.PhasePublish, deploy.PhaseDrain, deploy.PhaseStop, deploy.PhaseStart, deploy.PhaseVerify} {
 		t.Run(string(phase), func(t *testing.T) {
 			t.Parallel() // each case owns its fleet: ports, dirs, processes
+			testbin.FleetSlot(t)
 			begin := time.Now()
 			agentKilledIn(t, bin, phase)
 			t.Logf("case took %v", time.Since(begin).Round(100*time.Millisecond))

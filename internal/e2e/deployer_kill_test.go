@@ -89,6 +89,7 @@ func settleAndCount(t *testing.T, f *demo.Fleet, p *probe.Prober, what string, o
 // first). The cases share two fleets, three cases each in turn:
 // each case leaves its fleet whole for the next.
 func TestDeployerKilledInEachPhase(t *testing.T) {
+	t.Parallel() // its groups own their fleets
 	if testing.Short() {
 		t.Skip("end-to-end: a fleet of real processes")
 	}
@@ -98,6 +99,7 @@ func TestDeployerKilledInEachPhase(t *testing.T) {
 	}
 	// Starved beside the Docker demo's container starts, a new host fails
 	// its 400 ms health checks and the deploy ends before the kill point.
+	// Taken before the groups' fleet slots (testbin.FleetSlot's order).
 	testbin.Exclusive(t, testbin.DockerStartsLock)
 	type kcase struct {
 		phase deploy.Phase
@@ -115,6 +117,7 @@ func TestDeployerKilledInEachPhase(t *testing.T) {
 	for name, cases := range groups {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel() // each group owns its fleet: ports, dirs, processes
+			testbin.FleetSlot(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
 			f := faultFleet(t, ctx, bin, 3)
@@ -175,6 +178,7 @@ func TestTwoDeploysAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Parallel()
+	testbin.FleetSlot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	f := faultFleet(t, ctx, bin, 2)

@@ -22,11 +22,11 @@ import (
 
 func TestMain(m *testing.M) {
 	// Each test (and each case of the fault matrices) runs its own fleet
-	// and waits mostly on its timings, but the suite is CPU-bound on two
-	// cores: with four, then three, beside the demo's fleets, a starved
-	// fleet's health checks (400ms timeout) failed and lease renewals
-	// outlasted the scaled 3 s TTL (seen in full runs). Two at once.
-	testbin.SetParallel(2)
+	// and waits mostly on its timings: every test here is parallel, and how
+	// many fleets run at once is bounded across the whole suite by
+	// testbin.FleetSlot, not here — starved fleets fail their 400 ms health
+	// checks and outlast the scaled 3 s lease TTL.
+	testbin.SetParallel(12)
 	code := m.Run()
 	testbin.Cleanup()
 	os.Exit(code)
@@ -46,6 +46,7 @@ const probeTimeout = 10 * time.Second
 // listening while the LB still routes to it, and the prober counts the
 // requests that reached nothing.
 func TestSIGTERMUnderLoad(t *testing.T) {
+	t.Parallel() // its cases own their processes, ports and dirs
 	if testing.Short() {
 		t.Skip("end-to-end: real processes")
 	}
@@ -65,6 +66,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // each case owns its processes, ports and dirs
+			testbin.FleetSlot(t)
 			l, err := fleet.Parse("seed.yml", tc.src)
 			if err != nil {
 				t.Fatal(err)

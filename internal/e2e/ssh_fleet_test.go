@@ -90,6 +90,7 @@ func TestSSHFleet_RollingDeployOverSSH(t *testing.T) {
 	if _, err := os.Stat("/usr/sbin/sshd"); err != nil {
 		t.Skip("needs /usr/sbin/sshd (Debian's openssh-server)")
 	}
+	testbin.FleetSlot(t)
 	bin, err := testbin.Build(testbin.Mythex)
 	if err != nil {
 		t.Fatal(err)
