@@ -6,15 +6,21 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mythex/mythex/internal/termui"
 )
 
 // runCLI runs the real CLI entry point (run, with its one exit-code boundary)
-// and returns the exit code and what it wrote to stdout and stderr.
+// and returns the exit code and what it wrote to stdout and stderr. It swaps
+// the test process's os.Stdout and os.Stderr for the call, so calls take
+// cliMu one at a time: parallel tests may use it for short commands (a long
+// one holds every other caller; run those as processes, runMythexSplit).
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	cliMu.Lock()
+	defer cliMu.Unlock()
 	dir := t.TempDir()
 	outF, err := os.Create(filepath.Join(dir, "stdout"))
 	if err != nil {
@@ -38,6 +44,9 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	e, _ := os.ReadFile(errF.Name())
 	return code, string(o), string(e)
 }
+
+// cliMu serializes runCLI's swaps of os.Stdout and os.Stderr.
+var cliMu sync.Mutex
 
 func seed(name string) string { return filepath.Join("..", "..", "examples", "seed", name) }
 
