@@ -32,9 +32,10 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	}
 	oldOut, oldErr := os.Stdout, os.Stderr
 	os.Stdout, os.Stderr = outF, errF
-	t.Cleanup(func() { os.Stdout, os.Stderr = oldOut, oldErr })
-	code = run(args)
-	os.Stdout, os.Stderr = oldOut, oldErr
+	func() {
+		defer func() { os.Stdout, os.Stderr = oldOut, oldErr }() // under cliMu, even if run panics
+		code = run(args)
+	}()
 	for _, f := range []*os.File{outF, errF} {
 		if err := f.Close(); err != nil {
 			t.Fatal(err)
