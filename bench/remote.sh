@@ -12,5 +12,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 start=$(date +%s)
-go test -run '^$' -bench '^BenchmarkRemote$' -benchtime 1x -count 1 ./internal/e2e/ | grep -E 'Benchmark|remote_bench|ok|FAIL'
+go test -run '^$' -bench '^BenchmarkRemote$' -benchtime 1x -count 1 ./e2e/ | grep -E 'Benchmark|remote_bench|ok|FAIL'
 echo "took $(( $(date +%s) - start ))s; load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -318,7 +318,7 @@ func Run(ctx context.Context, o Options) (sum Summary, err error) {
 	from := "v1"
 	for i := range o.Deploys {
 		version := fmt.Sprintf("v%d", i+2)
-		rep, err := deployUnderLoad(ctx, f, o, from, version, fault)
+		rep, err := DeployUnderLoad(ctx, f, o, from, version, fault)
 		if err != nil {
 			return sum, err
 		}
@@ -344,11 +344,15 @@ func Run(ctx context.Context, o Options) (sum Summary, err error) {
 	return sum, nil
 }
 
-// deployUnderLoad runs one deploy while the prober sends o.Rate requests per
-// second through the load balancer, from before the deploy until a tail after.
-// With a fault, the fault is injected, the fleet's final state awaited under
-// the same load, and judged.
-func deployUnderLoad(ctx context.Context, f *Fleet, o Options, from, version string, fault *Fault) (DeployReport, error) {
+// DeployUnderLoad runs one deploy of version (from the version the fleet runs)
+// on f while the prober sends o.Rate requests per second (o.ProbeTimeout each,
+// 2 s when zero) through the load balancer, from before the deploy until a
+// tail after. With a fault (nil for none), the fault is injected, the fleet's
+// final state awaited under the same load, and judged. Run calls it for each
+// deploy; the end-to-end tests call it on fleets of their own. Errors are for
+// a deploy that could not be measured (the prober could not start, ctx
+// ended); a failed deploy and dropped requests are in the report.
+func DeployUnderLoad(ctx context.Context, f *Fleet, o Options, from, version string, fault *Fault) (DeployReport, error) {
 	out := o.Out
 	if out == nil {
 		out = io.Discard

@@ -381,6 +381,19 @@ func (f *Fleet) restartLBOnce(ctx context.Context) {
 	})
 }
 
+// RestartLB restarts the load balancer as the lb-restart fault does
+// (HAProxy reloaded, the embedded LB's generation replaced; see
+// restartLBOnce) and returns the restart's error. Only the first call of a
+// fleet restarts; later calls return the first one's error.
+func (f *Fleet) RestartLB(ctx context.Context) error {
+	f.restartLBOnce(ctx)
+	return f.RestartErr
+}
+
+// HostDir is the state directory of host's agent (its --state-dir: its
+// definitions, history and leases), under the fleet's directory.
+func (f *Fleet) HostDir(host string) string { return filepath.Join(f.dir, "hosts", host) }
+
 // lbClient is a client of the running load balancer's admin API.
 func (f *Fleet) lbClient() *lbapi.Client {
 	return lbapi.NewClient(f.Loaded.LoadBalancer.AdminListen, f.LBToken, nil)
@@ -407,7 +420,7 @@ func (f *Fleet) startAgent(exe string, h fleet.Host) error {
 		return err
 	}
 	args := []string{"agent", "-f", f.Loaded.Path, "--host", h.Name,
-		"--state-dir", filepath.Join(f.dir, "hosts", h.Name), "--stop-services-on-exit"}
+		"--state-dir", f.HostDir(h.Name), "--stop-services-on-exit"}
 	if f.docker != nil {
 		// The agent starts a host's four containers one after another, each
 		// taking the engine a second or more, and its start timeout counts

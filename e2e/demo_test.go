@@ -1,4 +1,4 @@
-package demo
+package e2e
 
 import (
 	"bufio"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/agentapi"
+	"github.com/mythex/mythex/internal/demo"
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/lbapi"
@@ -23,24 +24,12 @@ import (
 	"github.com/mythex/mythex/internal/testbin"
 )
 
-func TestMain(m *testing.M) {
-	// Every test here runs its own fleet (an LB, agents, four services a
-	// host) and waits mostly on its timings: they all run in parallel, and
-	// how many fleets run at once is bounded across the whole suite by
-	// testbin.FleetSlot, not here — starved fleets' lease renewals outlast
-	// the scaled 3 s TTL and deploys abort.
-	testbin.SetParallel(16)
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
-
 // testScale runs the write-up's fixed numbers ten times faster: checks every
 // 0.5s, a 1.5s drain.
 const testScale = 0.1
 
 // testCheckTimeout is the LB's health check timeout in tests.
-const testCheckTimeout = SuiteCheckTimeout
+const testCheckTimeout = demo.SuiteCheckTimeout
 
 // testProbeTimeout is the prober's per-request timeout in tests. The tests
 // run their fleets at once (each owns its ports and directories), on a
@@ -63,7 +52,7 @@ func mythexBin(t *testing.T) string {
 }
 
 // appBin is the sample app alone, which runs the fleets' services
-// (FleetOptions.AppExe): it starts on a fifth of the mythex binary's CPU.
+// (demo.FleetOptions.AppExe): it starts on a fifth of the mythex binary's CPU.
 func appBin(t *testing.T) string {
 	t.Helper()
 	bin, err := testbin.Build(testbin.App)
@@ -73,24 +62,24 @@ func appBin(t *testing.T) string {
 	return bin
 }
 
-func startFleet(t *testing.T, hosts int) *Fleet {
+func startFleet(t *testing.T, hosts int) *demo.Fleet {
 	t.Helper()
-	cfg, err := SuiteConfig(testScale) // the after profile, testCheckTimeout
+	cfg, err := demo.SuiteConfig(testScale) // the after profile, testCheckTimeout
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	return launchFleet(ctx, t, FleetOptions{Config: cfg, Hosts: hosts, Dir: fleetDir(t)})
+	return launchFleet(ctx, t, demo.FleetOptions{Config: cfg, Hosts: hosts, Dir: fleetDir(t)})
 }
 
 // launchFleet starts the fleet o describes, with the tests' binaries (Exe
 // and AppExe), closed when the test ends, and rolls out v1; a failure shows
 // the tail of the failed host's agent log.
-func launchFleet(ctx context.Context, t *testing.T, o FleetOptions) *Fleet {
+func launchFleet(ctx context.Context, t *testing.T, o demo.FleetOptions) *demo.Fleet {
 	t.Helper()
 	o.Exe, o.AppExe = mythexBin(t), appBin(t)
-	f, err := StartFleet(ctx, o)
+	f, err := demo.StartFleet(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +93,7 @@ func launchFleet(ctx context.Context, t *testing.T, o FleetOptions) *Fleet {
 		if se := (*deploy.StepError)(nil); errors.As(err, &se) {
 			host = se.Host
 		}
-		t.Fatalf("first rollout (%s LB): %v\n%s", cmp.Or(o.LB, LBEmbedded), err, f.LogTail(host, 3000))
+		t.Fatalf("first rollout (%s LB): %v\n%s", cmp.Or(o.LB, demo.LBEmbedded), err, f.LogTail(host, 3000))
 	}
 	return f
 }
@@ -114,11 +103,11 @@ func launchFleet(ctx context.Context, t *testing.T, o FleetOptions) *Fleet {
 // such run must show: the deploy passed on every host, no request reached
 // nothing or failed in the app, enough were sent, and at the end the fleet
 // answers v2 only. It returns the summary for the caller's own checks.
-func runUnderLoad(t *testing.T, lb string, hosts int) (Summary, DeployReport) {
+func runUnderLoad(t *testing.T, lb string, hosts int) (demo.Summary, demo.DeployReport) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: hosts, Rate: 100, Deploys: 1, Exe: mythexBin(t), AppExe: appBin(t),
+	sum, err := demo.Run(ctx, demo.Options{Profile: demo.ProfileAfter, TimeScale: testScale, Hosts: hosts, Rate: 100, Deploys: 1, Exe: mythexBin(t), AppExe: appBin(t),
 		Dir: fleetDir(t), ProbeTimeout: testProbeTimeout, LB: lb, Adjust: func(c *fleet.Config) { c.LoadBalancer.HealthCheck.Timeout = testCheckTimeout }})
 	if err != nil {
 		t.Fatal(err)
@@ -166,8 +155,8 @@ func fleetDir(t *testing.T) string {
 	return dir
 }
 
-// load starts the prober against the fleet; stop returns its report.
-func load(t *testing.T, f *Fleet, rate float64) (stop func() probe.Report) {
+// underLoad starts the prober against the fleet; stop returns its report.
+func underLoad(t *testing.T, f *demo.Fleet, rate float64) (stop func() probe.Report) {
 	t.Helper()
 	p, err := probe.New(probe.Config{URL: f.URL(), Rate: rate, Timeout: testProbeTimeout}, probe.Deps{})
 	if err != nil {
@@ -199,7 +188,7 @@ func versionOf(t *testing.T, c *agentapi.Client) string {
 func TestDemo_DeployUnderLoadDropsNothing(t *testing.T) {
 	t.Parallel()
 	testbin.FleetSlot(t)
-	sum, d := runUnderLoad(t, LBEmbedded, 3)
+	sum, d := runUnderLoad(t, demo.LBEmbedded, 3)
 	for _, h := range d.Hosts {
 		if h.Seconds < h.BoundSeconds {
 			t.Errorf("%s took %.2fs, less than its lower bound %.2fs: the bound is wrong", h.Host, h.Seconds, h.BoundSeconds)
@@ -228,7 +217,7 @@ func TestDemo_BeforeProfileDropsRequests(t *testing.T) {
 	bin := mythexBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sum, err := Run(ctx, Options{Profile: ProfileBefore, TimeScale: 0.05, Hosts: 2, Rate: 100, Exe: bin, AppExe: appBin(t), Dir: fleetDir(t)})
+	sum, err := demo.Run(ctx, demo.Options{Profile: demo.ProfileBefore, TimeScale: 0.05, Hosts: 2, Rate: 100, Exe: bin, AppExe: appBin(t), Dir: fleetDir(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,11 +236,11 @@ func TestFleet_NewVersionNeverHealthyIsRolledBack(t *testing.T) {
 	web1 := f.Agent(0)
 	st, _ := web1.Status(context.Background())
 	v1Hash := st.Definitions.Current.Hash
-	v1Bytes, err := os.ReadFile(filepath.Join(f.dir, "hosts", "web-1", "definitions", v1Hash+".json"))
+	v1Bytes, err := os.ReadFile(filepath.Join(f.HostDir("web-1"), "definitions", v1Hash+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := load(t, f, 100)
+	stop := underLoad(t, f, 100)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := f.Deploy(ctx, "v2", map[string]string{"CRASH_ON_START": "100ms"}, nil)
@@ -275,7 +264,7 @@ func TestFleet_NewVersionNeverHealthyIsRolledBack(t *testing.T) {
 	if st.Definitions.Current.Hash != v1Hash {
 		t.Fatalf("web-1's current definition is %s, want the v1 one %s", st.Definitions.Current.Hash, v1Hash)
 	}
-	got, err := os.ReadFile(filepath.Join(f.dir, "hosts", "web-1", "definitions", v1Hash+".json"))
+	got, err := os.ReadFile(filepath.Join(f.HostDir("web-1"), "definitions", v1Hash+".json"))
 	if err != nil || string(got) != string(v1Bytes) {
 		t.Errorf("v1 definition not restored byte for byte (%v)", err)
 	}
@@ -344,7 +333,7 @@ func TestFleet_DeployKilledMidDrainHostRecovers(t *testing.T) {
 }
 
 // deployCmd starts `mythex deploy --json` against the fleet.
-func deployCmd(t *testing.T, bin string, f *Fleet, version string) (*exec.Cmd, *bufio.Scanner, func() error) {
+func deployCmd(t *testing.T, bin string, f *demo.Fleet, version string) (*exec.Cmd, *bufio.Scanner, func() error) {
 	t.Helper()
 	cmd := exec.Command(bin, "deploy", "-f", f.Loaded.Path, "--version", version, "--json")
 	cmd.Env = append(os.Environ(), "MYTHEX_AGENT_TOKEN="+f.AgentToken, "MYTHEX_LB_TOKEN="+f.LBToken)
@@ -413,7 +402,7 @@ func TestDeployCommand_FrozenPastItsLeaseChangesNothing(t *testing.T) {
 	}
 	// Nothing changed after it resumed: the same definitions, every target
 	// still healthy and in rotation on v1.
-	if v, why := f.finalState(ctx); v != "v1" {
+	if v, why := f.Settle(ctx, 0); v != "v1" { // one look, no waiting
 		t.Errorf("after the resumed deploy the fleet is not settled on v1: %s", why)
 	}
 	after, _ := f.Agent(0).Status(ctx)

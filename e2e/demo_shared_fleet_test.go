@@ -1,4 +1,4 @@
-package demo
+package e2e
 
 import (
 	"bufio"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/agentconn"
+	"github.com/mythex/mythex/internal/demo"
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/fleetstatus"
@@ -36,7 +37,7 @@ func TestFleet_SharedByCommandTests(t *testing.T) {
 	f := startFleet(t, 2)
 	steps := []struct {
 		name string
-		run  func(*testing.T, *Fleet)
+		run  func(*testing.T, *demo.Fleet)
 	}{
 		{"deploy refused before touching anything", refusesBeforeTouchingAnything},
 		{"bad definition refused before touching anything", badDefinitionRefusedBeforeTouchingAnything},
@@ -53,7 +54,7 @@ func TestFleet_SharedByCommandTests(t *testing.T) {
 
 // fleetStatus: `mythex status` on a real fleet says healthy after a
 // rollout, and names the host the load balancer no longer routes to.
-func fleetStatus(t *testing.T, f *Fleet) {
+func fleetStatus(t *testing.T, f *demo.Fleet) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	lbc := lbapi.NewClient("http://"+f.Loaded.LoadBalancer.AdminListen, f.LBToken, nil)
@@ -95,7 +96,7 @@ func fleetStatus(t *testing.T, f *Fleet) {
 	}
 }
 
-func secondDeployRefused(t *testing.T, f *Fleet) {
+func secondDeployRefused(t *testing.T, f *demo.Fleet) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	started := make(chan struct{})
@@ -125,7 +126,7 @@ func secondDeployRefused(t *testing.T, f *Fleet) {
 	}
 }
 
-func refusesBeforeTouchingAnything(t *testing.T, f *Fleet) {
+func refusesBeforeTouchingAnything(t *testing.T, f *demo.Fleet) {
 	bin := mythexBin(t)
 	bad := filepath.Join(t.TempDir(), "bad.yml")
 	if err := os.WriteFile(bad, []byte("load_balancer:\n  helth_check: {}\n"), 0o644); err != nil {
@@ -167,7 +168,7 @@ func refusesBeforeTouchingAnything(t *testing.T, f *Fleet) {
 
 // The issue: `mythex deploy --json | head` rolled web-1 back. A closed
 // stdout drops the output and the deploy goes on to the end.
-func closedStdoutDoesNotStopTheDeploy(t *testing.T, f *Fleet) {
+func closedStdoutDoesNotStopTheDeploy(t *testing.T, f *demo.Fleet) {
 	bin := mythexBin(t)
 	cmd := exec.Command(bin, "deploy", "-f", f.Loaded.Path, "--version", "v4", "--json")
 	cmd.Env = append(os.Environ(), "MYTHEX_AGENT_TOKEN="+f.AgentToken, "MYTHEX_LB_TOKEN="+f.LBToken)
@@ -197,7 +198,7 @@ func closedStdoutDoesNotStopTheDeploy(t *testing.T, f *Fleet) {
 // Bad input is refused before anything changes, exit 2: a deploy.verify
 // entry the compose file lacks (the issue restarted web-1 twice before
 // failing on it), a missing executable.
-func badDefinitionRefusedBeforeTouchingAnything(t *testing.T, f *Fleet) {
+func badDefinitionRefusedBeforeTouchingAnything(t *testing.T, f *demo.Fleet) {
 	bin := mythexBin(t)
 	write := func(name string, mod func(*fleet.Config)) string {
 		c := f.Loaded.Config

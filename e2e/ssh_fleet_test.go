@@ -230,7 +230,7 @@ func TestSSHFleet_RollingDeployOverSSH(t *testing.T) {
 		t.Fatalf("first rollout over SSH: exit %d\n%s\n%s", code, out, errOut)
 	}
 
-	p, err := probe.New(probe.Config{URL: "http://" + cfg.LoadBalancer.Listen + "/", Rate: 100, Timeout: probeTimeout}, probe.Deps{})
+	p, err := probe.New(probe.Config{URL: "http://" + cfg.LoadBalancer.Listen + "/", Rate: 100, Timeout: testProbeTimeout}, probe.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}

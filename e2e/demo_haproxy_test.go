@@ -1,4 +1,4 @@
-package demo
+package e2e
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mythex/mythex/internal/demo"
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/testbin"
@@ -23,22 +24,22 @@ func TestHAProxy_DeployUnderLoadDropsNothing(t *testing.T) {
 	t.Parallel() // its own fleet: processes, ports and directories
 	testbin.FleetSlot(t)
 	needHAProxy(t)
-	runUnderLoad(t, LBHAProxy, 2)
+	runUnderLoad(t, demo.LBHAProxy, 2)
 }
 
 func TestHAProxy_FailingReleaseRolledBack(t *testing.T) {
 	t.Parallel() // its own fleet: processes, ports and directories
 	testbin.FleetSlot(t)
 	needHAProxy(t)
-	cfg, err := ProfileConfig(ProfileAfter, testScale)
+	cfg, err := demo.ProfileConfig(demo.ProfileAfter, testScale)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	f := launchFleet(ctx, t, FleetOptions{Config: cfg, Hosts: 2, Dir: t.TempDir(), LB: LBHAProxy})
-	stop := load(t, f, 100)
+	f := launchFleet(ctx, t, demo.FleetOptions{Config: cfg, Hosts: 2, Dir: t.TempDir(), LB: demo.LBHAProxy})
+	stop := underLoad(t, f, 100)
 	_, err = f.Deploy(ctx, "v2", map[string]string{"CRASH_ON_START": "100ms"}, nil)
 	rep := stop()
 	var se *deploy.StepError
@@ -71,7 +72,7 @@ func TestHAProxy_ReloadMidDeploy(t *testing.T) {
 	needHAProxy(t)
 	// A wider scale than the other tests: the reload itself takes time out
 	// of the serve period on a loaded machine.
-	cfg, err := ProfileConfig(ProfileAfter, 0.3)
+	cfg, err := demo.ProfileConfig(demo.ProfileAfter, 0.3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,15 +82,15 @@ func TestHAProxy_ReloadMidDeploy(t *testing.T) {
 	cfg.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	f := launchFleet(ctx, t, FleetOptions{Config: cfg, Hosts: 2, Dir: t.TempDir(), LB: LBHAProxy})
-	stop := load(t, f, 100)
+	f := launchFleet(ctx, t, demo.FleetOptions{Config: cfg, Hosts: 2, Dir: t.TempDir(), LB: demo.LBHAProxy})
+	stop := underLoad(t, f, 100)
 	reloaded := false
 	var reloadErr error
 	obs := deploy.ObserverFunc(func(e deploy.Event) {
 		// Observer calls are serial and the deploy waits for them: the
 		// reload is done before web-1's services are told to stop.
 		if e.Host == "web-1" && e.Phase == deploy.PhaseStop && e.Kind == deploy.EventBegin && !reloaded {
-			reloaded, reloadErr = true, f.haproxy.Reload(ctx)
+			reloaded, reloadErr = true, f.RestartLB(ctx) // HAProxy: a reload
 		}
 	})
 	_, err = f.Deploy(ctx, "v2", nil, obs)

@@ -1,4 +1,4 @@
-package demo
+package e2e
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mythex/mythex/internal/demo"
 	"github.com/mythex/mythex/internal/runtime/docker"
 	"github.com/mythex/mythex/internal/testbin"
 )
@@ -17,8 +18,7 @@ import (
 // a static build for its image from docker.StaticBinary, which the demo
 // calls first; that build is TestStaticBinary's (internal/runtime/docker), so
 // this test hands the demo a static mythex, used as it is, and spends its
-// time on the deploy. It is the package's longest test, so its file sorts
-// first: parallel tests start roughly in the order they are declared.
+// time on the deploy.
 func TestDemo_DockerRuntimeDropsNothing(t *testing.T) {
 	t.Parallel()
 	bin := mythexBin(t)
@@ -31,7 +31,7 @@ func TestDemo_DockerRuntimeDropsNothing(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: 2, Rate: 50, Deploys: 1, Exe: bin, Dir: fleetDir(t), Runtime: RuntimeDocker, ProbeTimeout: testProbeTimeout})
+	sum, err := demo.Run(ctx, demo.Options{Profile: demo.ProfileAfter, TimeScale: testScale, Hosts: 2, Rate: 50, Deploys: 1, Exe: bin, Dir: fleetDir(t), Runtime: demo.RuntimeDocker, ProbeTimeout: testProbeTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

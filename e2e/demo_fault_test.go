@@ -1,4 +1,4 @@
-package demo
+package e2e
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mythex/mythex/internal/demo"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/testbin"
 )
@@ -55,7 +56,7 @@ func TestDemo_Faults(t *testing.T) {
 			testbin.FleetSlot(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			sum, err := Run(ctx, Options{Profile: ProfileAfter, TimeScale: testScale, Hosts: max(tc.hosts, 2), Rate: 100, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(), ProbeTimeout: testProbeTimeout,
+			sum, err := demo.Run(ctx, demo.Options{Profile: demo.ProfileAfter, TimeScale: testScale, Hosts: max(tc.hosts, 2), Rate: 100, Exe: bin, AppExe: appBin(t), Dir: t.TempDir(), ProbeTimeout: testProbeTimeout,
 				Fault: tc.fault,
 				Adjust: func(c *fleet.Config) {
 					c.LoadBalancer.HealthCheck.Timeout = testCheckTimeout
@@ -112,7 +113,7 @@ func TestDemo_FaultsBehindHAProxy(t *testing.T) {
 	t.Parallel()
 	testbin.FleetSlot(t)
 	bin := mythexBin(t)
-	cfg, err := ProfileConfig(ProfileAfter, testScale)
+	cfg, err := demo.ProfileConfig(demo.ProfileAfter, testScale)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestDemo_FaultsBehindHAProxy(t *testing.T) {
 	cfg.Backend.StopGracePeriod = 4 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	f := launchFleet(ctx, t, FleetOptions{Config: cfg, Hosts: 2, Dir: t.TempDir(), LB: LBHAProxy})
+	f := launchFleet(ctx, t, demo.FleetOptions{Config: cfg, Hosts: 2, Dir: t.TempDir(), LB: demo.LBHAProxy})
 	// lb-restart first: the fleet restarts its load balancer once, and every
 	// fault's judge waits for that restart (sync.Once) before it reads.
 	cases := []struct {
@@ -134,8 +135,8 @@ func TestDemo_FaultsBehindHAProxy(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.fault, func(t *testing.T) {
 			begin := time.Now()
-			fault := Faults[tc.fault]
-			rep, err := deployUnderLoad(ctx, f, Options{Rate: 100, Exe: bin, ProbeTimeout: testProbeTimeout}, tc.from, tc.to, &fault)
+			fault := demo.Faults[tc.fault]
+			rep, err := demo.DeployUnderLoad(ctx, f, demo.Options{Rate: 100, Exe: bin, ProbeTimeout: testProbeTimeout}, tc.from, tc.to, &fault)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,8 +157,8 @@ func TestDemo_FaultsBehindHAProxy(t *testing.T) {
 			if fr.RolledBack {
 				t.Error("reported rolled back")
 			}
-			if rep.OK != Faults[tc.fault].DeployOK {
-				t.Errorf("deploy ok = %v (%s), want %v", rep.OK, rep.Error, Faults[tc.fault].DeployOK)
+			if rep.OK != demo.Faults[tc.fault].DeployOK {
+				t.Errorf("deploy ok = %v (%s), want %v", rep.OK, rep.Error, demo.Faults[tc.fault].DeployOK)
 			}
 			if rep.Probe.Requests < 100 {
 				t.Errorf("only %d requests were sent", rep.Probe.Requests)

@@ -20,25 +20,6 @@ import (
 	"github.com/mythex/mythex/internal/testbin"
 )
 
-func TestMain(m *testing.M) {
-	// Each test (and each case of the fault matrices) runs its own fleet
-	// and waits mostly on its timings: every test here is parallel, and how
-	// many fleets run at once is bounded across the whole suite by
-	// testbin.FleetSlot, not here — starved fleets fail their 400 ms health
-	// checks and outlast the scaled 3 s lease TTL.
-	testbin.SetParallel(12)
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
-
-// probeTimeout is the prober's per-request timeout in these tests. Their
-// fleets run at once beside the rest of the suite on a machine of two cores:
-// a request starved of CPU for seconds is not one the fleet dropped. A
-// dropped request is refused, reset, or answered 502/503 by the LB at once;
-// one that hangs for 10 s is still counted.
-const probeTimeout = 10 * time.Second
-
 // TestSIGTERMUnderLoad is the write-up's result reproduced: two instances of
 // the sample app behind `mythex lb` under a constant load, one of them gets
 // SIGTERM. With the fixed numbers (after.yml, ten times faster) no request
@@ -141,7 +122,7 @@ func sigtermOne(t *testing.T, bin string, cfg fleet.Config) probe.Report {
 	// A 10 s request timeout: a request a loaded machine starves for
 	// seconds is not one the fleet dropped (those are refused, reset or
 	// LB-marked at once).
-	p, err := probe.New(probe.Config{URL: "http://" + cfg.LoadBalancer.Listen + "/", Rate: 200, Timeout: probeTimeout}, probe.Deps{})
+	p, err := probe.New(probe.Config{URL: "http://" + cfg.LoadBalancer.Listen + "/", Rate: 200, Timeout: testProbeTimeout}, probe.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,18 +204,6 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// appBin is the sample app alone, which runs the fleets' services
-// (demo.FleetOptions.AppExe): it starts on a fifth of the mythex binary's
-// CPU, and the fault matrices start hundreds of services.
-func appBin(t *testing.T) string {
-	t.Helper()
-	bin, err := testbin.Build(testbin.App)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
 }
 
 // freePorts returns n free loopback ports, claimed against the fleets of

@@ -78,7 +78,7 @@ func agentKilledIn(t *testing.T, bin string, phase deploy.Phase) {
 		t.Fatalf("first rollout: %v\n%s", err, f.LogTail("web-1", 3000))
 	}
 
-	p, err := probe.New(probe.Config{URL: f.URL(), Rate: 100, Timeout: probeTimeout}, probe.Deps{})
+	p, err := probe.New(probe.Config{URL: f.URL(), Rate: 100, Timeout: testProbeTimeout}, probe.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func faultFleet(t *testing.T, ctx context.Context, bin string, hosts int) *demo.
 // load puts the fleet under load from the prober.
 func load(t *testing.T, f *demo.Fleet) *probe.Prober {
 	t.Helper()
-	p, err := probe.New(probe.Config{URL: f.URL(), Rate: 100, Timeout: probeTimeout}, probe.Deps{})
+	p, err := probe.New(probe.Config{URL: f.URL(), Rate: 100, Timeout: testProbeTimeout}, probe.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package demo
+package e2e
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mythex/mythex/internal/demo"
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/lb"
 	"github.com/mythex/mythex/internal/lbport"
@@ -15,22 +16,22 @@ import (
 
 // startALBFleet starts a fleet whose deploys drive the embedded LB through
 // the alb driver and its ELBv2 endpoint, and rolls out v1.
-func startALBFleet(t *testing.T, throttle float64) *Fleet {
+func startALBFleet(t *testing.T, throttle float64) *demo.Fleet {
 	t.Helper()
-	cfg, err := SuiteConfig(testScale) // the after profile, testCheckTimeout
+	cfg, err := demo.SuiteConfig(testScale) // the after profile, testCheckTimeout
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	return launchFleet(ctx, t, FleetOptions{Config: cfg, Hosts: 2, Dir: t.TempDir(), LB: LBALB,
+	return launchFleet(ctx, t, demo.FleetOptions{Config: cfg, Hosts: 2, Dir: t.TempDir(), LB: demo.LBALB,
 		LBPoll: time.Duration(float64(lbport.DefaultPollInterval) * testScale), ELBv2Throttle: throttle})
 }
 
 func TestDemo_ALBDriverDeployUnderLoadDropsNothing(t *testing.T) {
 	t.Parallel() // its own fleet: processes, ports and directories
 	testbin.FleetSlot(t)
-	_, d := runUnderLoad(t, LBALB, 2)
+	_, d := runUnderLoad(t, demo.LBALB, 2)
 	// Each host: a deregistration, a registration and the polls between.
 	if d.LBCalls < 2*3 {
 		t.Errorf("%d ELBv2 calls for 2 hosts: the deploy did not go through the alb driver", d.LBCalls)
@@ -42,7 +43,7 @@ func TestFleet_ALBThrottledDeployIsSlowerButSucceeds(t *testing.T) {
 	testbin.FleetSlot(t)
 	// 2 ELBv2 calls a second, for every caller.
 	f := startALBFleet(t, 2)
-	stop := load(t, f, 100)
+	stop := underLoad(t, f, 100)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	res, err := f.Deploy(ctx, "v2", nil, nil)
@@ -83,15 +84,15 @@ func TestFleet_ALBRefusalsChangeNothing(t *testing.T) {
 	before := f.LB.Group.Targets()
 	tests := []struct {
 		name    string
-		mutate  func(f *Fleet) (undo func())
+		mutate  func(f *demo.Fleet) (undo func())
 		mention string
 	}{
-		{"bad signature", func(f *Fleet) func() {
+		{"bad signature", func(f *demo.Fleet) func() {
 			k := f.ELBv2Key
 			f.ELBv2Key.SecretAccessKey = "wrong"
 			return func() { f.ELBv2Key = k }
 		}, "secret access key"},
-		{"unknown target group", func(f *Fleet) func() {
+		{"unknown target group", func(f *demo.Fleet) func() {
 			l := *f.Loaded
 			f.Loaded.LoadBalancer.TargetGroupARN = strings.Replace(lb.DefaultTargetGroupARN, "/mythex/", "/gone/", 1)
 			return func() { *f.Loaded = l }
