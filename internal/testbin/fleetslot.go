@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,34 +15,39 @@ import (
 )
 
 // FleetSlotsEnv names the environment variable that sets how many fleets
-// the test processes of one checkout run at once (FleetSlot); unset, it is
-// DefaultFleetSlots.
+// the test processes of one checkout may run at once (FleetSlot); unset, it
+// is DefaultFleetSlots.
 const FleetSlotsEnv = "MYTHEX_TEST_FLEETS"
 
-// DefaultFleetSlots is how many end-to-end fleets run at once across every
-// test process of a checkout: two per CPU and one more (5 on two cores).
-//
-// An end-to-end test's fleet — an LB, agents, a few services a host, a
-// prober — spends its time waiting on its timings (health checks, drains,
-// look-twice windows), so the packages that hold them run many such tests at
-// once (SetParallel). But `go test ./...` runs two such packages side by side
-// on two cores, and fleets starved of CPU fail their 400 ms health checks and
-// outlive their scaled lease TTLs (measured: sixteen at once failed; five
-// never did). The count is checkout-wide, not per package, so it holds
-// whichever packages the go command runs together.
-func DefaultFleetSlots() int { return 2*runtime.NumCPU() + 1 }
+// DefaultFleetSlots is the most end-to-end fleets that run at once across
+// every test process of a checkout: three per CPU and two more (8 on two
+// cores). Past the first one per CPU, a fleet starts only while the machine
+// has CPU to spare (see FleetSlot).
+func DefaultFleetSlots() int { return 3*runtime.NumCPU() + 2 }
 
 // fleetSlotPoll is how often FleetSlot looks whether a slot is free.
 const fleetSlotPoll = 50 * time.Millisecond
 
-// FleetSlot takes one of the checkout's fleet slots (FleetSlotsEnv, else
-// DefaultFleetSlots) and holds it until t ends. Call it at the top of every
-// test that starts its own fleet, after t.Parallel and before the fleet
-// starts — in the test that owns the fleet, not in a parent whose parallel
-// subtests take slots of their own (the parent holds its slot until they all
-// end). Take an Exclusive lock before the slot, never after: a slot's holder
-// then never waits for a lock, so no two tests can each hold what the other
-// waits for.
+// FleetSlot takes one of the checkout's fleet slots and holds it until t
+// ends. Call it at the top of every test that starts its own fleet, after
+// t.Parallel and before the fleet starts — in the test that owns the fleet,
+// not in a parent whose parallel subtests take slots of their own (the parent
+// holds its slot until they all end). Take an Exclusive lock before the slot,
+// never after: a slot's holder then never waits for a lock, so no two tests
+// can each hold what the other waits for.
+//
+// Why: an end-to-end test's fleet — an LB, agents, a few services a host, a
+// prober — spends its time waiting on its timings (health checks, drains,
+// look-twice windows), so the packages that hold them run many such tests at
+// once (SetParallel). But a fleet starved of CPU fails its 400 ms health
+// checks and outlives its scaled lease TTL (measured on two cores: sixteen
+// fleets at once failed), and `go test ./...` runs other test binaries and
+// links beside them. So there are at most FleetSlotsEnv (else
+// DefaultFleetSlots) slots; one per CPU is always given when free, and each
+// slot past those only while the machine's CPUs were at least 35 % idle over
+// the last second (Linux's /proc/stat; elsewhere the count alone bounds it),
+// at most one such start a second per test process, so fleets starting at
+// once do not take the same spare CPU twice.
 //
 // The slots are flocks (mythex's one lock type; the holder file names the
 // test): the kernel frees the slot of a test process that dies. A slot that
@@ -56,7 +62,7 @@ func FleetSlot(t testing.TB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := takeSlot(dir, n, t.Name(), fleetSlotPoll)
+	l, err := takeSlot(dir, n, t.Name(), fleetSlotPoll, processAdmission())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,19 +82,72 @@ func fleetSlots(v string) (int, error) {
 }
 
 // takeSlot takes the first free of the n slot locks in dir for holder,
-// waiting (polling every poll) while all are held.
-func takeSlot(dir string, n int, holder string, poll time.Duration) (*flocks.Lock, error) {
+// waiting (polling every poll) while all are held; slots from adm.floor on
+// are tried only when adm admits one more fleet now.
+func takeSlot(dir string, n int, holder string, poll time.Duration, adm *admission) (*flocks.Lock, error) {
 	for {
 		for i := range n {
+			spare := i >= adm.floor
+			if spare && !adm.mayStart() {
+				break
+			}
 			l := flocks.New(filepath.Join(dir, fmt.Sprintf("fleet-slot-%d.lock", i)), "test fleet slot "+strconv.Itoa(i))
 			err := l.TryLock(holder)
 			if err == nil {
+				if spare {
+					adm.started()
+				}
 				return l, nil
 			}
 			if !errors.Is(err, flocks.ErrHeld) {
 				return nil, err
 			}
 		}
-		time.Sleep(poll) // waiting on other processes' locks: nothing to select on
+		time.Sleep(poll) // waiting on other processes' locks and the CPU: nothing to select on
 	}
+}
+
+// admission decides whether one more fleet than floor may start now: when
+// the CPUs were at least minIdle idle lately (idle; unknown admits) and no
+// such start of this process came within cooldown.
+type admission struct {
+	floor    int
+	minIdle  float64
+	cooldown time.Duration
+	idle     func() (fraction float64, known bool)
+	now      func() time.Time
+
+	mu   sync.Mutex
+	last time.Time
+}
+
+func (a *admission) mayStart() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.last.IsZero() && a.now().Sub(a.last) < a.cooldown {
+		return false
+	}
+	f, known := a.idle()
+	return !known || f >= a.minIdle
+}
+
+func (a *admission) started() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.last = a.now()
+}
+
+var (
+	admissionOnce sync.Once
+	theAdmission  *admission
+)
+
+// processAdmission is this test process's admission: one fleet per CPU
+// always, more at 35 % idle, one a second.
+func processAdmission() *admission {
+	admissionOnce.Do(func() {
+		s := &cpuSampler{read: readProcStat}
+		theAdmission = &admission{floor: runtime.NumCPU(), minIdle: 0.35, cooldown: time.Second, idle: s.idle, now: time.Now}
+	})
+	return theAdmission
 }
