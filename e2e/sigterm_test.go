@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/examples/seed"
-	"github.com/mythex/mythex/internal/demo"
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/freeport"
 	"github.com/mythex/mythex/internal/lbapi"
 	"github.com/mythex/mythex/internal/probe"
 	"github.com/mythex/mythex/internal/testbin"
@@ -207,10 +207,10 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 }
 
 // freePorts returns n free loopback ports, claimed against the fleets of
-// this and every other test process (demo.FreePorts).
+// this and every other test process (freeport.Ports).
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	ports, err := demo.FreePorts(n)
+	ports, err := freeport.Ports(n)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/definition"
+	"github.com/mythex/mythex/internal/freeport"
 	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/runtime/process"
 	"github.com/mythex/mythex/internal/testbin"
@@ -107,14 +107,16 @@ func (f *fakeRegistrar) registered() []string {
 	return append([]string(nil), f.calls...)
 }
 
+// freePort returns a loopback port for a child process to bind, claimed
+// against every other test process (freeport.Ports): a port the kernel picks
+// (bind to port 0) can be taken by another process before the child binds it.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freeport.Ports(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports[0]
 }
 
 // newTestHost runs an agent on a fresh state directory with the sample app's

@@ -16,12 +16,10 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,13 +28,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/gofrs/flock"
 
 	dockerexample "github.com/mythex/mythex/examples/docker"
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/agentconn"
 	"github.com/mythex/mythex/internal/deploy"
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/freeport"
 	"github.com/mythex/mythex/internal/lb"
 	"github.com/mythex/mythex/internal/lbapi"
 	"github.com/mythex/mythex/internal/lbport/fleetlb"
@@ -155,7 +153,7 @@ func StartFleet(ctx context.Context, o FleetOptions) (_ *Fleet, err error) {
 			f.Close()
 		}
 	}()
-	ports, err := freePorts(2 + 5*o.Hosts)
+	ports, err := freeport.Ports(2 + 5*o.Hosts)
 	if err != nil {
 		return nil, err
 	}
@@ -622,154 +620,6 @@ func (f *Fleet) LogTail(name string, n int64) string {
 }
 
 func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
-
-// handedOut holds every port freePorts has returned in this process, so two
-// fleets started at once (tests run in parallel) are never handed the same
-// port before their processes bind it.
-var handedOut = struct {
-	sync.Mutex
-	ports map[int]bool
-	// claims hold, for the life of the process, a lock on a file named
-	// after each port handed out: other processes (another demo, the
-	// other test packages running at the same time) skip a port whose
-	// file is locked, and the kernel drops the locks when the process ends.
-	claims []*flock.Flock
-}{ports: map[int]bool{}}
-
-// claimPort takes port for this process across processes (see
-// handedOut.claims); ok false when another live process holds it. A
-// directory that cannot be written claims nothing and lets the port
-// through: the in-process map still keeps this process's fleets apart.
-// undo gives the claim back (for a port found taken after all).
-// handedOut must be held.
-func claimPort(port int) (ok bool, undo func()) {
-	nothing := func() {}
-	dir := filepath.Join(os.TempDir(), "mythex-demo-ports")
-	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return true, nothing
-	}
-	l := flock.New(filepath.Join(dir, strconv.Itoa(port)))
-	ok, err := l.TryLock()
-	if err != nil {
-		return true, nothing
-	}
-	if !ok {
-		return false, nothing
-	}
-	handedOut.claims = append(handedOut.claims, l)
-	return true, func() {
-		handedOut.claims = slices.DeleteFunc(handedOut.claims, func(c *flock.Flock) bool { return c == l })
-		_ = l.Unlock()
-	}
-}
-
-// FreePorts returns n loopback ports that are free now, were never returned
-// before in this process, and are claimed against every other process that
-// asks FreePorts (see handedOut.claims): for fleets, and the tests that start
-// processes of their own beside them. Errors: no n free ports after 100
-// tries each.
-func FreePorts(n int) ([]int, error) { return freePorts(n) }
-
-// freePorts returns n loopback ports that are free now and were never
-// returned before in this process. They are taken below the kernel's
-// ephemeral range when it is known (Linux): a port from there can be handed
-// to any other process's bind to port 0, or be the local end of an outgoing
-// connection, in the seconds before the fleet's processes bind it (seen as a
-// service exiting "address already in use" on a busy machine); below the
-// range only an explicit bind takes it. Elsewhere the kernel picks. A port
-// is claimed across processes before it is bound to test it (tryFleetPort).
-func freePorts(n int) ([]int, error) {
-	handedOut.Lock()
-	defer handedOut.Unlock()
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	low := ephemeralLow()
-	var ports []int
-	for tries := 0; len(ports) < n; tries++ {
-		if tries > 100*n {
-			return nil, fmt.Errorf("find %d free ports: tried %d", n, tries)
-		}
-		var port int
-		var ok bool
-		if low > minFleetPort+n {
-			port, ok = tryFleetPort(minFleetPort+mrand.IntN(low-minFleetPort), net.Listen)
-		} else {
-			var err error
-			if port, ok, err = tryEphemeralPort(&ls); err != nil {
-				return nil, err
-			}
-		}
-		if ok {
-			handedOut.ports[port] = true
-			ports = append(ports, port)
-		}
-	}
-	return ports, nil
-}
-
-// tryFleetPort claims port and then binds it once with listen to see that
-// it is free: claimed first, bound second, because a port another process
-// claimed may be bound by it at any moment, and even a test bind here would
-// make its bind fail ("address already in use"). A port taken by a process
-// that does not claim is given back. handedOut must be held.
-func tryFleetPort(port int, listen func(network, address string) (net.Listener, error)) (int, bool) {
-	if handedOut.ports[port] {
-		return port, false
-	}
-	ok, undo := claimPort(port)
-	if !ok {
-		return port, false
-	}
-	l, err := listen("tcp", addr(port))
-	if err != nil {
-		undo()
-		return port, false
-	}
-	l.Close()
-	return port, true
-}
-
-// tryEphemeralPort binds port 0 and claims the port the kernel gave; the
-// listener joins ls, held until freePorts returns so the kernel does not
-// give the same port twice. handedOut must be held.
-func tryEphemeralPort(ls *[]net.Listener) (int, bool, error) {
-	l, err := net.Listen("tcp", addr(0))
-	if err != nil {
-		return 0, false, fmt.Errorf("find a free port: %w", err)
-	}
-	*ls = append(*ls, l)
-	port := l.Addr().(*net.TCPAddr).Port
-	if handedOut.ports[port] {
-		return port, false, nil
-	}
-	ok, _ := claimPort(port)
-	return port, ok, nil
-}
-
-// minFleetPort is the lowest port freePorts picks below the ephemeral range.
-const minFleetPort = 10000
-
-// ephemeralLow is the first port of the kernel's ephemeral range (from
-// /proc/sys/net/ipv4/ip_local_port_range), or 0 when unknown.
-func ephemeralLow() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) != 2 {
-		return 0
-	}
-	low, err := strconv.Atoi(f[0])
-	if err != nil {
-		return 0
-	}
-	return low
-}
 
 func token() string {
 	var b [16]byte

@@ -2,7 +2,6 @@ package watchdog
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/mythex/mythex/internal/definition"
+	"github.com/mythex/mythex/internal/freeport"
 	"github.com/mythex/mythex/internal/hostlock"
 	"github.com/mythex/mythex/internal/runtime"
 	"github.com/mythex/mythex/internal/runtime/process"
@@ -168,14 +168,16 @@ func (h *realHost) watch(t *testing.T, p Policy) *Watchdog {
 	return w
 }
 
+// freePort returns a loopback port for a child process to bind, claimed
+// against every other test process (freeport.Ports): a port the kernel picks
+// (bind to port 0) can be taken by another process before the child binds it.
 func freePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freeport.Ports(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ports[0]
 }
 
 // A service killed with SIGKILL outside a deploy is running again within

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -23,6 +22,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/mythex/mythex/internal/definition"
+	"github.com/mythex/mythex/internal/freeport"
 	"github.com/mythex/mythex/internal/runtime"
 	"github.com/mythex/mythex/internal/testbin"
 )
@@ -197,15 +197,16 @@ func (e *testEnv) service(t *testing.T, name, version string, env map[string]str
 	return svc, port
 }
 
-// freePort returns a TCP port free on 127.0.0.1 right now.
+// freePort returns a loopback port for a container to be published on,
+// claimed against every other test process (freeport.Ports): Docker binds
+// it only when the container starts.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freeport.Ports(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ports[0]
 }
 
 // waitStatus polls d until cond holds for the newest instance of service

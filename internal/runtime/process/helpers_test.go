@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/definition"
+	"github.com/mythex/mythex/internal/freeport"
 	"github.com/mythex/mythex/internal/runtime"
 	"github.com/mythex/mythex/internal/testbin"
 )
@@ -91,15 +91,16 @@ func childService(t *testing.T, name, version string, env map[string]string) def
 	}
 }
 
-// freePort returns a TCP port free on 127.0.0.1 right now.
+// freePort returns a loopback port for a child process to bind, claimed
+// against every other test process (freeport.Ports): a port the kernel picks
+// (bind to port 0) can be taken by another process before the child binds it.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freeport.Ports(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ports[0]
 }
 
 // withHTTPHealth makes svc listen on a free port with an HTTP health check.
