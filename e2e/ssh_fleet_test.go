@@ -407,21 +407,12 @@ func writeFile(t *testing.T, path string, b []byte) {
 	}
 }
 
-// freeLoopbackPorts returns n free 127.0.0.1:port addresses.
+// freeLoopbackPorts returns n free 127.0.0.1:port addresses (freePorts).
 func freeLoopbackPorts(t *testing.T, n int) []string {
 	t.Helper()
 	var out []string
-	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		out = append(out, "127.0.0.1:"+strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
-	}
-	for _, l := range ls {
-		l.Close()
+	for _, p := range freePorts(t, n) {
+		out = append(out, "127.0.0.1:"+strconv.Itoa(p))
 	}
 	return out
 }

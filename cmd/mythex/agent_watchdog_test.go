@@ -18,6 +18,7 @@ import (
 	"github.com/mythex/mythex/internal/agent"
 	"github.com/mythex/mythex/internal/agentapi"
 	"github.com/mythex/mythex/internal/definition"
+	"github.com/mythex/mythex/internal/freeport"
 	"github.com/mythex/mythex/internal/runtime"
 	"github.com/mythex/mythex/internal/runtime/process"
 	"github.com/mythex/mythex/internal/testbin"
@@ -57,12 +58,11 @@ services:
 func publishedStateDir(t *testing.T) (dir string, port int) {
 	t.Helper()
 	app := buildBin(t, testbin.App)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freeport.Ports(1) // the service binds it later: claimed across test processes
 	if err != nil {
 		t.Fatal(err)
 	}
-	port = ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	port = ports[0]
 	src := t.TempDir()
 	compose := filepath.Join(src, "compose.yaml")
 	if err := os.WriteFile(compose, fmt.Appendf(nil, oneServiceCompose, port, app, port), 0o600); err != nil {
