@@ -46,7 +46,8 @@ const fleetSlotPoll = 50 * time.Millisecond
 // DefaultFleetSlots) slots; one per CPU is always given when free, and each
 // slot past those only while the machine's CPUs were at least 35 % idle over
 // the last second (Linux's /proc/stat; elsewhere the count alone bounds it),
-// at most one such start a second per test process, so fleets starting at
+// at most one such start every two seconds per test process (a fleet takes
+// about that long to start its processes), so fleets starting at
 // once do not take the same spare CPU twice.
 //
 // The slots are flocks (mythex's one lock type; the holder file names the
@@ -143,11 +144,11 @@ var (
 )
 
 // processAdmission is this test process's admission: one fleet per CPU
-// always, more at 35 % idle, one a second.
+// always, more at 35 % idle, one every two seconds.
 func processAdmission() *admission {
 	admissionOnce.Do(func() {
 		s := &cpuSampler{read: readProcStat}
-		theAdmission = &admission{floor: runtime.NumCPU(), minIdle: 0.35, cooldown: time.Second, idle: s.idle, now: time.Now}
+		theAdmission = &admission{floor: runtime.NumCPU(), minIdle: 0.35, cooldown: 2 * time.Second, idle: s.idle, now: time.Now}
 	})
 	return theAdmission
 }
