@@ -84,8 +84,12 @@ func fleetSlots(v string) (int, error) {
 
 // takeSlot takes the first free of the n slot locks in dir for holder,
 // waiting (polling every poll) while all are held; slots from adm.floor on
-// are tried only when adm admits one more fleet now.
+// are tried only when adm admits one more fleet now. One caller per process
+// polls at a time (pollMu), the others queue behind it: a process with
+// twenty waiting tests gets a freed slot no more often than one with one.
 func takeSlot(dir string, n int, holder string, poll time.Duration, adm *admission) (*flocks.Lock, error) {
+	pollMu.Lock()
+	defer pollMu.Unlock()
 	for {
 		for i := range n {
 			spare := i >= adm.floor
@@ -107,6 +111,9 @@ func takeSlot(dir string, n int, holder string, poll time.Duration, adm *admissi
 		time.Sleep(poll) // waiting on other processes' locks and the CPU: nothing to select on
 	}
 }
+
+// pollMu lets one takeSlot of this process poll at a time.
+var pollMu sync.Mutex
 
 // admission decides whether one more fleet than floor may start now: when
 // the CPUs were at least minIdle idle lately (idle; unknown admits) and no
