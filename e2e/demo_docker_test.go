@@ -22,7 +22,7 @@ import (
 func TestDemo_DockerRuntimeDropsNothing(t *testing.T) {
 	t.Parallel()
 	bin := mythexBin(t)
-	testbin.Exclusive(t, testbin.DockerStartsLock) // not beside the deployer-kill cases (e2e)
+	testbin.Exclusive(t, testbin.DockerStartsLock) // not beside the deployer-kill cases
 	testbin.FleetSlot(t)                           // after the Exclusive lock, never before
 	if cli, err := docker.Connect(context.Background(), ""); err != nil {
 		t.Skipf("docker: %v", err)

@@ -45,7 +45,7 @@ func TestDemo_Faults(t *testing.T) {
 		{"lb-restart", "v2", []string{"web-1", "web-2"}, 0},
 		// web-1's agent dies as web-1 stops and comes back a lease TTL
 		// later: whether the deploy carries on or rolls back, one version
-		// everywhere. (Every phase: internal/e2e's agent-kill matrix.)
+		// everywhere. (Every phase: TestAgentKilledInEachPhase.)
 		{"agent-kill", "", []string{"web-1", "web-2"}, 0},
 	}
 	for _, tc := range cases {
