@@ -63,10 +63,13 @@ func FleetSlot(t testing.TB) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	begin := time.Now()
 	l, err := takeSlot(dir, n, t.Name(), fleetSlotPoll, processAdmission())
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The test's own time is its elapsed time less this wait.
+	t.Logf("fleet slot: %s after waiting %v", filepath.Base(l.Path()), time.Since(begin).Round(10*time.Millisecond))
 	t.Cleanup(func() { _ = l.Unlock() })
 }
 
