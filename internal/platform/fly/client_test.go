@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/platform"
+	"github.com/mythex/mythex/internal/testkit"
 )
 
 // flyMachineJSON is a machine as the Machines API returns it, written from
@@ -38,6 +39,7 @@ const flyMachineJSON = `{
 }`
 
 func TestApiMachine_ToPlatform(t *testing.T) {
+	t.Parallel()
 	var am apiMachine
 	if err := json.Unmarshal([]byte(flyMachineJSON), &am); err != nil {
 		t.Fatal(err)
@@ -109,6 +111,7 @@ func TestNew(t *testing.T) {
 }
 
 func TestClient_Lifecycle(t *testing.T) {
+	t.Parallel()
 	f := newFakeFly(t)
 	c := f.client(t, Options{})
 	ctx := context.Background()
@@ -183,6 +186,7 @@ func TestClient_Lifecycle(t *testing.T) {
 // newest events; the client hands them over newest first with the restart
 // count of the newest exit — the shape the write-up's bug lived in.
 func TestClient_BoundedEvents(t *testing.T) {
+	t.Parallel()
 	f := newFakeFly(t)
 	c := f.client(t, Options{})
 	ctx := context.Background()
@@ -223,21 +227,41 @@ func TestClient_BoundedEvents(t *testing.T) {
 	}
 }
 
+// TestClient_RateLimit: 429s are retried after the documented backoff (at
+// least 1 s, doubling, whatever Retry-After: 0 says), up to Retries; then
+// ErrRateLimited. On the fake's clock, driven here: the 6 s of backoff
+// pass without real time.
 func TestClient_RateLimit(t *testing.T) {
+	t.Parallel()
 	f := newFakeFly(t)
-	c := f.client(t, Options{Retries: 2})
-	ctx := context.Background()
-	f.rateLimit = 2
-	if _, err := c.List(ctx, "api"); err != nil {
-		t.Fatalf("List after two 429s = %v, want success on the third try", err)
+	c := f.client(t, Options{Retries: 2, Clock: f.clock, NoPacing: true})
+	list := func() (time.Duration, error) {
+		t.Helper()
+		var err error
+		began := f.clock.Now()
+		testkit.Drive(t, f.clock, 30*time.Second, 100*time.Millisecond, nil, func(ctx context.Context) { _, err = c.List(ctx, "api") })
+		return f.clock.Since(began), err
 	}
+	f.mu.Lock()
+	f.rateLimit = 2
+	f.mu.Unlock()
+	if took, err := list(); err != nil || took < 3*time.Second {
+		t.Fatalf("List after two 429s = %v after %s, want success on the third try after 1s+2s of backoff", err, took)
+	}
+	f.mu.Lock()
 	f.rateLimit = 3
-	_, err := c.List(ctx, "api")
+	f.mu.Unlock()
+	took, err := list()
 	if !errors.Is(err, platform.ErrRateLimited) || !platform.IsControlPlane(err) || !strings.Contains(err.Error(), "rate limit exceeded") {
 		t.Errorf("List after three 429s = %v, want ErrRateLimited (a control-plane error)", err)
 	}
+	if took < 3*time.Second {
+		t.Errorf("gave up after %s, want after 1s+2s of backoff", took)
+	}
 }
 
+// TestClient_Timeout is not parallel: it times a 100 ms client timeout in
+// real time.
 func TestClient_Timeout(t *testing.T) {
 	f := newFakeFly(t)
 	f.stall = 2 * time.Second
@@ -253,6 +277,7 @@ func TestClient_Timeout(t *testing.T) {
 }
 
 func TestClient_ErrorMapping(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		code int
 		want error
@@ -286,6 +311,7 @@ func TestClient_ErrorMapping(t *testing.T) {
 }
 
 func TestClient_Unauthorized(t *testing.T) {
+	t.Parallel()
 	f := newFakeFly(t)
 	c, _ := New(Options{BaseURL: f.srv.URL, Token: "wrong"})
 	if _, err := c.List(context.Background(), "api"); !errors.Is(err, platform.ErrUnauthorized) {
@@ -294,6 +320,7 @@ func TestClient_Unauthorized(t *testing.T) {
 }
 
 func TestClient_WaitTimesOut(t *testing.T) {
+	t.Parallel()
 	// On the fake's clock, driven here: the client's deadline and the
 	// API's 1 s /wait windows pass without a second of real time.
 	f := newFakeFly(t)

@@ -69,6 +69,7 @@ func openStore(t *testing.T) *publish.Store {
 // failed and the machine updated back to the good image; a 429 storm while
 // the app answers gives unknown and no rollback.
 func TestGate_OnFlyAPI(t *testing.T) {
+	t.Parallel()
 	f := newFakeFly(t)
 	store, lockDir := openStore(t), t.TempDir()
 	good := gateOnFake(t, f, store, lockDir, "registry.fly.io/api:good")

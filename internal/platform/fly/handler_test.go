@@ -25,6 +25,7 @@ func TestMain(m *testing.M) {
 // serving the local supervisor: the local platform's daemon path, with real
 // processes.
 func TestHandler_ServesLocalPlatform(t *testing.T) {
+	t.Parallel()
 	app, err := testbin.Build("../local/testdata/testapp")
 	if err != nil {
 		t.Fatal(err)

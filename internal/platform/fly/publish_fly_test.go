@@ -56,6 +56,7 @@ func flyReq(image string, policy platform.RestartPolicy, maxRetries int) publish
 // 5 and 10 and the platform's clock skewed: the verdicts hold, and no
 // request goes over the limits.
 func TestGate_OnFlyAPI_Table(t *testing.T) {
+	t.Parallel()
 	shapes := []struct {
 		name  string
 		req   publish.Request
@@ -72,6 +73,7 @@ func TestGate_OnFlyAPI_Table(t *testing.T) {
 		for _, skew := range []time.Duration{0, -25 * time.Second, 10 * time.Minute} {
 			for _, sh := range shapes {
 				t.Run(sh.name+"/events="+itoa(events)+"/skew="+skew.String(), func(t *testing.T) {
+					t.Parallel() // its own fake, clock, store and lock directory
 					f := newFakeFly(t)
 					f.maxEvents, f.skew, f.limits, f.signalNone = events, skew, true, true
 					store, lockDir := openStore(t), t.TempDir()
@@ -102,6 +104,7 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 // lease the gate waits, then says unknown — never failed, nothing rolled
 // back; a lease that frees up soon is waited out.
 func TestGate_OnFly_LeaseHeldByOthersIsNotYet(t *testing.T) {
+	t.Parallel()
 	f := newFakeFly(t)
 	store, lockDir := openStore(t), t.TempDir()
 	if res, _, err := flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good", platform.RestartAlways, 0)); err != nil || res.Verdict.Status != publish.StatusLive {
@@ -148,8 +151,10 @@ func TestGate_OnFly_LeaseHeldByOthersIsNotYet(t *testing.T) {
 // TestGate_OnFly_ErrorsOnAnyEndpoint: 429, 408 and 409 on the update, and
 // 429s on reads, are control-plane trouble: never a failed release.
 func TestGate_OnFly_ErrorsOnAnyEndpoint(t *testing.T) {
+	t.Parallel()
 	for _, ft := range []fakeFault{{"POST update", 429, 1}, {"POST update", 408, 1}, {"POST lease", 429, 2}, {"GET read", 429, 6}, {"POST update", 409, 1}} {
 		t.Run(ft.match+"/"+itoa(ft.code), func(t *testing.T) {
+			t.Parallel()
 			f := newFakeFly(t)
 			store, lockDir := openStore(t), t.TempDir()
 			flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good", platform.RestartAlways, 0))
@@ -178,6 +183,7 @@ func TestGate_OnFly_ErrorsOnAnyEndpoint(t *testing.T) {
 // TestGate_OnFly_LongUpdatingIsTransient: a machine that reads "updating"
 // for 90 s is not failed at look 2.
 func TestGate_OnFly_LongUpdatingIsTransient(t *testing.T) {
+	t.Parallel()
 	f := newFakeFly(t)
 	store, lockDir := openStore(t), t.TempDir()
 	flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good", platform.RestartAlways, 0))
@@ -192,6 +198,7 @@ func TestGate_OnFly_LongUpdatingIsTransient(t *testing.T) {
 // replacement before the stable window ends: unknown, not failed, nothing
 // rolled back.
 func TestGate_OnFly_AutostopIsNotACrash(t *testing.T) {
+	t.Parallel()
 	f := newFakeFly(t)
 	store, lockDir := openStore(t), t.TempDir()
 	flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good", platform.RestartAlways, 0))
@@ -206,6 +213,7 @@ func TestGate_OnFly_AutostopIsNotACrash(t *testing.T) {
 // API gives only incomplete_config; no update is built from it (guest size,
 // mounts and checks would be lost): unknown, and the error says why.
 func TestGate_OnFly_IncompleteConfigRefused(t *testing.T) {
+	t.Parallel()
 	f := newFakeFly(t)
 	store, lockDir := openStore(t), t.TempDir()
 	flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good", platform.RestartAlways, 0))
@@ -232,6 +240,7 @@ func TestGate_OnFly_IncompleteConfigRefused(t *testing.T) {
 // TestGate_OnFly_OnlyTheAppsMachines: a release-command and a console
 // machine in the list are left alone.
 func TestGate_OnFly_OnlyTheAppsMachines(t *testing.T) {
+	t.Parallel()
 	f := newFakeFly(t)
 	store, lockDir := openStore(t), t.TempDir()
 	flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good", platform.RestartAlways, 0))
@@ -256,6 +265,7 @@ func TestGate_OnFly_OnlyTheAppsMachines(t *testing.T) {
 // (signal -1 for none; exited_at RFC 3339 or integer ms; timestamp trailing
 // exited_at) decode to a clean exit at exited_at.
 func TestEvents_SignalMinus1AndIntegerExitedAt(t *testing.T) {
+	t.Parallel()
 	for _, exitedAt := range []string{`"2025-09-25T12:00:04.6Z"`, `1758801604600`} {
 		raw := `{"type":"exit","status":"stopped","source":"flyd","timestamp":1758801607000,
 			"request":{"exit_event":{"exit_code":0,"signal":-1,"requested_stop":false,"restarting":false,"exited_at":` + exitedAt + `},"restart_count":0}}`
@@ -276,6 +286,7 @@ func TestEvents_SignalMinus1AndIntegerExitedAt(t *testing.T) {
 // TestClient_WaitFollowsTheAPI: /wait gets a timeout within 1–60 s and, for
 // stopped, the current instance_id (the fake refuses anything else).
 func TestClient_WaitFollowsTheAPI(t *testing.T) {
+	t.Parallel()
 	f := newFakeFly(t)
 	c := f.client(t, Options{})
 	ctx := context.Background()
@@ -303,6 +314,7 @@ func TestClient_WaitFollowsTheAPI(t *testing.T) {
 // the publish (autostop, or by hand) is updated with skip_launch — it stays
 // stopped, on the new release — and only the serving machine is judged.
 func TestGate_OnFly_SleepingMachineUpdatedNotJudged(t *testing.T) {
+	t.Parallel()
 	f := newFakeFly(t)
 	store, lockDir := openStore(t), t.TempDir()
 	r := flyReq("registry.fly.io/api:good", platform.RestartAlways, 0)
@@ -329,6 +341,7 @@ func TestGate_OnFly_SleepingMachineUpdatedNotJudged(t *testing.T) {
 // cordons and stops the old ones; a failing release's machines are never
 // registered and the serving machine is never cordoned.
 func TestGate_OnFly_BlueGreenUnroutedUntilJudged(t *testing.T) {
+	t.Parallel()
 	f := newFakeFly(t)
 	store, lockDir := openStore(t), t.TempDir()
 	c := f.client(t, Options{Clock: f.clock})
@@ -406,6 +419,7 @@ func TestGate_OnFly_BlueGreenUnroutedUntilJudged(t *testing.T) {
 // answer comes after the 1 s call timeout: judged by what the machine runs —
 // live, nothing rolled back.
 func TestGate_OnFly_SlowUpdateAnswerIsNotAFailure(t *testing.T) {
+	t.Parallel()
 	f := newFakeFly(t)
 	store, lockDir := openStore(t), t.TempDir()
 	flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good", platform.RestartAlways, 0))
@@ -422,6 +436,7 @@ func TestGate_OnFly_SlowUpdateAnswerIsNotAFailure(t *testing.T) {
 // 500 from a started machine: failed after the start period and three
 // wrong looks, not at the window's end.
 func TestGate_OnFly_Health500FailsAfterTheStartPeriod(t *testing.T) {
+	t.Parallel()
 	f := newFakeFly(t)
 	store, lockDir := openStore(t), t.TempDir()
 	flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good", platform.RestartAlways, 0))
@@ -438,6 +453,7 @@ func TestGate_OnFly_Health500FailsAfterTheStartPeriod(t *testing.T) {
 // TestGate_OnFly_InterruptRestoresTheLastGoodRelease: the first signal
 // during an in-place publish on Fly restores the last good release.
 func TestGate_OnFly_InterruptRestoresTheLastGoodRelease(t *testing.T) {
+	t.Parallel()
 	f := newFakeFly(t)
 	store, lockDir := openStore(t), t.TempDir()
 	good, _, _ := flyRun(t, f, store, lockDir, publish.Options{}, flyReq("registry.fly.io/api:good", platform.RestartAlways, 0))

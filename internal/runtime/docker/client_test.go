@@ -8,6 +8,7 @@ import (
 )
 
 func TestConnect_NoEngine(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, host string
 	}{

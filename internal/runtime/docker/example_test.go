@@ -14,6 +14,7 @@ import (
 // service to its container: the example the README walks through is one
 // the Docker runtime runs.
 func TestExampleDocker(t *testing.T) {
+	t.Parallel()
 	fl, err := fleet.Load("../../../examples/docker/mythex.yml")
 	if err != nil {
 		t.Fatal(err)

@@ -47,11 +47,24 @@ var (
 	imgErr error
 )
 
+// engineSlots bounds how many tests have containers on the engine at once:
+// each start and health check costs the engine CPU (see service), and a
+// starved engine makes the tests' checks late. newEnv takes a slot and
+// frees it when the test's containers are gone.
+var engineSlots = make(chan struct{}, 4)
+
 // deadline bounds every wait for a condition: generous, since the machine is
 // shared; the tests poll, never sleep to synchronise.
 const deadline = 60 * time.Second
 
 func TestMain(m *testing.M) {
+	// Every parallel test of the package runs at once: those with
+	// containers wait on the engine (starts, health checks, drains, grace
+	// periods), not on this process's CPU, and engineSlots, not -parallel,
+	// bounds how many of them have containers at a time. So a test without
+	// containers (the static build, the image tests) never waits for a slot
+	// behind one that does.
+	testbin.SetParallel(32)
 	code := m.Run()
 	if engCli != nil {
 		removeByLabel(context.Background(), engCli, labelTestRun+"="+runID, true)
@@ -116,11 +129,14 @@ type testEnv struct {
 }
 
 // newEnv returns a fresh scope for t and removes, in t.Cleanup, every
-// container and network carrying its label.
+// container and network carrying its label. It first waits for one of the
+// engineSlots, and frees it once those are removed.
 func newEnv(t *testing.T) *testEnv {
 	t.Helper()
 	cli := engine(t)
 	img := testImage(t)
+	engineSlots <- struct{}{}
+	t.Cleanup(func() { <-engineSlots })
 	n := testN.Add(1)
 	e := &testEnv{
 		host:    fmt.Sprintf("t%d-%s", n, runID),

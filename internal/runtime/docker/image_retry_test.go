@@ -37,6 +37,7 @@ func (e *buildEngine) ImageInspect(context.Context, string, ...client.ImageInspe
 // failed the build with "No such image"; one more build makes it again.
 // Other build errors are not retried.
 func TestBuildImage_RetriesAVanishedIntermediate(t *testing.T) {
+	t.Parallel() // a fake engine
 	bin, err := testbin.Build(testbin.App)
 	if err != nil {
 		t.Fatal(err)

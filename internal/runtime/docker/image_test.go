@@ -37,6 +37,7 @@ func TestCheckStatic(t *testing.T) {
 }
 
 func TestCheckStatic_MythexBinary(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the mythex binary")
 	}
@@ -93,6 +94,7 @@ func TestWriteBuildContext(t *testing.T) {
 }
 
 func TestBuildImage_Refuses(t *testing.T) {
+	t.Parallel()
 	cli := engine(t)
 	if _, err := BuildImage(context.Background(), cli, ImageOptions{Binary: "/bin/ls", Tags: []string{"mythex-test/never:" + runID}}); !errors.Is(err, ErrNotStatic) {
 		t.Errorf("dynamic binary: %v, want ErrNotStatic", err)
@@ -103,6 +105,7 @@ func TestBuildImage_Refuses(t *testing.T) {
 }
 
 func TestBuildImage(t *testing.T) {
+	t.Parallel() // the test image is built once, for every test (testImage)
 	ref := testImage(t)
 	img, err := engine(t).ImageInspect(context.Background(), ref)
 	if err != nil {

@@ -401,6 +401,10 @@ func TestDocker_ManagesLegacyContainers(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	svc, port := e.service(t, "api", "v1", nil)
+	// No Start of this runtime's ran the container, so none of its
+	// start_interval checks does either: Docker's own first check, at
+	// interval, makes it healthy. 1s, not the test service's 5s.
+	svc.Healthcheck.Interval = time.Second
 	// The older agent's container: this runtime's spec under the legacy keys.
 	spec, err := buildSpec(svc, scope{host: e.host, labels: e.labels()}, e.cli.ClientVersion())
 	if err != nil {
