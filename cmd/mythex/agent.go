@@ -243,13 +243,11 @@ func runAgent(ctx context.Context, f agentFlags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	defer a.Close()
 	if err := a.ListenAndServe(ctx, agent.ServeOptions{Addr: f.listen, Token: token, TLS: tlsConf, Bootstrap: f.bootstrap}); err != nil {
+		_ = a.Close()
 		return err
 	}
-	if f.stopOnExit {
-		agent.StopAll(rt, log)
-	}
+	a.Shutdown(f.stopOnExit)
 	return nil
 }
 

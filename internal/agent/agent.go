@@ -125,9 +125,10 @@ type Agent struct {
 	drainMu  sync.Mutex
 	draining map[string]chan stopOutcome
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	ctx       context.Context
+	cancel    context.CancelFunc
+	bg        background
+	closeOnce sync.Once
 }
 
 type stopOutcome struct {
@@ -177,9 +178,9 @@ func New(cfg Config) (*Agent, error) {
 		store:     leaseStoreIn(cfg.StateDir, hostLeaseFile, cfg.BootClock),
 		restoreOf: a.restoreTargetNow,
 		halfDone:  a.halfDeployed,
-		spawn:     func(f func()) { a.wg.Go(f) },
+		spawn:     a.bg.Go,
 	}
-	a.fleetLease = &leaseKeeper{clock: a.clock, log: a.log, kind: "fleet", store: leaseStoreIn(cfg.StateDir, fleetLeaseFile, cfg.BootClock)}
+	a.fleetLease = &leaseKeeper{clock: a.clock, log: a.log, kind: "fleet", store: leaseStoreIn(cfg.StateDir, fleetLeaseFile, cfg.BootClock), spawn: a.bg.Go}
 	// The leases of the agent that ran before come back before the watchdog
 	// starts: a host left half deployed stays locked until it is recovered.
 	if cfg.KeepLeasesOnDisk {
@@ -223,7 +224,9 @@ func (a *Agent) resumeLeases() error {
 	}
 	if due != nil {
 		rec := *due
-		a.wg.Go(func() { _ = a.hostLease.recoverAndUnlock(rec) })
+		if !a.bg.Go(func() { _ = a.hostLease.recoverAndUnlock(rec) }) {
+			_ = a.lock.Unlock()
+		}
 	}
 	return nil
 }
@@ -240,17 +243,34 @@ func (a *Agent) Lock() *hostlock.Lock { return a.lock }
 // Watchdog returns the host's watchdog; nil when the agent runs none.
 func (a *Agent) Watchdog() *watchdog.Watchdog { return a.watchdog }
 
-// Close stops the agent's background work. Services keep running, and a
-// held lease stays on disk for the next agent on the state directory.
+// Close stops the agent's background work — the watchdog, lease renewals and
+// expiries, recoveries in flight — and returns once none of it runs. Services
+// keep running, and a held lease stays on disk for the next agent on the
+// state directory. Calls after the first return nil at once.
 func (a *Agent) Close() error {
-	if a.watchdog != nil {
-		_ = a.watchdog.Close()
-	}
-	a.cancel()
-	a.wg.Wait()
-	// The leases stay on disk: the next agent resumes them.
-	a.hostLease.shutdown()
-	a.fleetLease.shutdown()
-	a.closeHistory()
+	a.closeOnce.Do(func() {
+		if a.watchdog != nil {
+			_ = a.watchdog.Close()
+		}
+		a.cancel()
+		a.bg.close()
+		// The leases stay on disk: the next agent resumes them.
+		a.hostLease.shutdown()
+		a.fleetLease.shutdown()
+		a.closeHistory()
+	})
 	return nil
+}
+
+// Shutdown ends the agent as its process exits: Close, then, when
+// stopServices (`mythex agent --stop-services-on-exit`), StopAll on its
+// runtime. The order matters: a recovery or a watchdog heal in flight starts
+// services, and one started after the stop would outlive the agent, holding
+// its port — as a systemd unit's KillMode=control-group leaves no process of
+// the unit behind, nothing the agent started runs on once Shutdown returns.
+func (a *Agent) Shutdown(stopServices bool) {
+	_ = a.Close()
+	if stopServices {
+		StopAll(a.rt, a.log)
+	}
 }

@@ -77,7 +77,11 @@ type leaseKeeper struct {
 	// then runs the same recovery as an expiry, in the background through
 	// spawn, with the host lock kept. nil for the fleet lease.
 	halfDone func() bool
-	spawn    func(func())
+	// spawn runs the keeper's background work — an expiry and its
+	// recovery, a retry — on the agent's background (Agent.Close waits for
+	// it) and reports false, running nothing, once the agent is closing;
+	// nil runs it on the timer's goroutine.
+	spawn func(func()) bool
 
 	mu    sync.Mutex
 	cur   *leaseRecord
@@ -178,7 +182,11 @@ func (k *leaseKeeper) release(id string) error {
 		rec := k.takeLocked("released with the host half deployed")
 		k.mu.Unlock()
 		k.log.Warn("lease released with the host half deployed; recovering the host", "holder", rec.Holder, "step", rec.Step)
-		k.spawn(func() { _ = k.recoverAndUnlock(rec) })
+		if !k.spawn(func() { _ = k.recoverAndUnlock(rec) }) && k.lock != nil {
+			// The agent is closing: the expired record stays on disk and
+			// the next agent recovers the host (resume).
+			_ = k.lock.Unlock()
+		}
 		return nil
 	}
 	k.timer.Stop()
@@ -288,7 +296,18 @@ func (k *leaseKeeper) arm(ttl time.Duration) {
 	}
 	k.gen++
 	gen := k.gen
-	k.timer = k.clock.AfterFunc(ttl, func() { k.expire(gen) })
+	k.timer = k.clock.AfterFunc(ttl, func() { k.background(func() { k.expire(gen) }) })
+}
+
+// background runs f through spawn, or at once when the keeper has none. A
+// timer's callback goes through it: an expiry that fires as the agent closes
+// does not run, and its lease stays on disk for the next agent.
+func (k *leaseKeeper) background(f func()) {
+	if k.spawn == nil {
+		f()
+		return
+	}
+	k.spawn(f)
 }
 
 // expire ends the lease armed as gen if it is still the live one, runs the
@@ -377,7 +396,7 @@ func (k *leaseKeeper) scheduleRetryLocked(rec leaseRecord) {
 		k.retry.Stop()
 	}
 	k.log.Warn("recovery failed; trying again", "holder", rec.Holder, "attempt", rec.RecoveryAttempts, "in", delay, "err", rec.RecoveryError)
-	k.retry = k.clock.AfterFunc(delay, func() { k.retryRecovery(rec) })
+	k.retry = k.clock.AfterFunc(delay, func() { k.background(func() { k.retryRecovery(rec) }) })
 }
 
 // retryRecovery tries rec's recovery again, unless a new lease was taken

@@ -67,12 +67,14 @@ func (a *Agent) Drain(ctx context.Context, names []string) error {
 		ch := make(chan stopOutcome, 1)
 		a.draining[s.Name] = ch
 		a.log.Info("draining", "service", s.Name, "instance", s.ID)
-		a.wg.Go(func() {
+		if !a.bg.Go(func() {
 			// The stop outlives the request that asked for it: it runs to the
 			// service's grace period whatever happens to the caller.
 			res, err := a.rt.Stop(context.WithoutCancel(a.ctx), s.Name, runtime.UseSpecGrace)
 			ch <- stopOutcome{res, err}
-		})
+		}) {
+			ch <- stopOutcome{err: errClosing}
+		}
 	}
 	return nil
 }
@@ -104,10 +106,12 @@ func (a *Agent) stopAll(ctx context.Context) (agentapi.StopReport, error) {
 		}
 		ch := make(chan stopOutcome, 1)
 		pending[s.Name] = ch
-		a.wg.Go(func() {
+		if !a.bg.Go(func() {
 			res, err := a.rt.Stop(context.WithoutCancel(a.ctx), s.Name, runtime.UseSpecGrace)
 			ch <- stopOutcome{res, err}
-		})
+		}) {
+			ch <- stopOutcome{err: errClosing}
+		}
 	}
 	var rep agentapi.StopReport
 	var errs []error

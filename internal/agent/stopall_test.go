@@ -6,9 +6,11 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/mythex/mythex/internal/definition"
 	"github.com/mythex/mythex/internal/runtime"
 )
 
@@ -47,5 +49,86 @@ func TestStopAll_StopsRunningServicesWithTheirGrace(t *testing.T) {
 	slices.Sort(rt.stopped)
 	if want := []string{"gone", "web", "worker"}; !slices.Equal(rt.stopped, want) {
 		t.Errorf("stopped %v, want %v (running ones only, each with its own grace)", rt.stopped, want)
+	}
+}
+
+// heldStarts is a runtime whose Starts, once armed, are held in flight — as
+// a spawn the agent has begun — until the agent's own context ends or
+// something lists the services (StopAll does, first); then they complete.
+type heldStarts struct {
+	runtime.Runtime
+	armed    atomic.Bool
+	held     chan struct{} // closed when the first Start is held
+	heldOnce sync.Once
+	listed   chan struct{} // closed by the first Status after a held Start
+	listOnce sync.Once
+}
+
+func (r *heldStarts) Start(ctx context.Context, svc definition.Service) error {
+	if r.armed.Load() {
+		r.heldOnce.Do(func() { close(r.held) })
+		select {
+		case <-ctx.Done():
+		case <-r.listed:
+		}
+		return r.Runtime.Start(context.WithoutCancel(ctx), svc)
+	}
+	return r.Runtime.Start(ctx, svc)
+}
+
+func (r *heldStarts) Status(ctx context.Context) ([]runtime.ServiceStatus, error) {
+	sts, err := r.Runtime.Status(ctx)
+	select {
+	case <-r.held:
+		r.listOnce.Do(func() { close(r.listed) })
+	default:
+	}
+	return sts, err
+}
+
+// TestAgent_ShutdownLeavesNothingRunning: an agent that exits with
+// --stop-services-on-exit while the recovery of an expired lease is starting
+// the last good version must not leave those services behind (once seen in
+// the demo: a publish-worker the recovery started after the stop ran on,
+// orphaned, holding its port). Shutdown ends the recovery before it stops the
+// services; the other order leaves the held Starts' services running.
+func TestAgent_ShutdownLeavesNothingRunning(t *testing.T) {
+	var rt *heldStarts
+	h := newTestHost(t, func(c *Config) {
+		rt = &heldStarts{Runtime: c.Runtime, held: make(chan struct{}), listed: make(chan struct{})}
+		c.Runtime = rt
+	})
+	ctx := ctxT(t)
+	h.deployGood(t, ctx, "v1")
+
+	// A deploy that dies after its drain: its lease runs out and the agent
+	// recovers the host to v1, whose starts the runtime holds.
+	l, err := h.client.AcquireLease(ctx, false, "dying deploy", 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.client.Publish(ctx, l.ID, h.def("v2", nil)); err != nil {
+		t.Fatal(err)
+	}
+	rt.armed.Store(true)
+	if err := h.client.Drain(ctx, l.ID, []string{"gateway"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-rt.held:
+	case <-ctx.Done():
+		t.Fatal("the recovery never started a service")
+	}
+
+	h.agent.Shutdown(true)
+
+	sts, err := rt.Runtime.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sts {
+		if s.Running() {
+			t.Errorf("%s (%s) still runs after Shutdown: it would outlive the agent", s.Name, s.ID)
+		}
 	}
 }
