@@ -23,6 +23,16 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// Every test owns what it runs: its state directory (t.TempDir or
+	// memDir), its agent, runtime, clock and test HTTP server, and the
+	// ports its sample-app services bind (freeport, claimed across test
+	// processes). So they all run in parallel: most of them wait on their
+	// services' health checks, drains and lease TTLs, not on CPU, and run
+	// one after another they held one of go test's slots for ~25 s. The
+	// race test (TestAgent_WatchdogRacesDeploys) is CPU-bound and runs its
+	// interleavings one after another beside the rest. 8 at once: the
+	// machine has two cores and other packages' tests run beside these.
+	testbin.SetParallel(8)
 	code := m.Run()
 	testbin.Cleanup()
 	os.Exit(code)
@@ -232,6 +242,7 @@ func (h *testHost) deployGood(t *testing.T, ctx context.Context, version string)
 }
 
 func TestAgent_Unauthorized(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t)
 	cases := []struct{ name, token string }{{"no token", ""}, {"wrong token", "nope"}, {"token prefix", testToken[:5]}}
 	for _, tc := range cases {
@@ -266,6 +277,7 @@ func TestAgent_Unauthorized(t *testing.T) {
 }
 
 func TestAgent_LeaseGuardsChanges(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t)
 	ctx := ctxT(t)
 	if _, err := h.client.Publish(ctx, "", h.def("v1", nil)); !errors.Is(err, agentapi.ErrNoLease) {
@@ -297,6 +309,7 @@ func TestAgent_LeaseGuardsChanges(t *testing.T) {
 }
 
 func TestAgent_DeployVerifyRollback(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t)
 	ctx := ctxT(t)
 	l, err := h.client.AcquireLease(ctx, false, "test", time.Minute)
@@ -342,6 +355,7 @@ func TestAgent_DeployVerifyRollback(t *testing.T) {
 }
 
 func TestAgent_StartFailsFastWhenTheNewVersionCrashes(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t)
 	ctx := ctxT(t)
 	l, _ := h.client.AcquireLease(ctx, false, "test", time.Minute)
@@ -360,6 +374,7 @@ func TestAgent_StartFailsFastWhenTheNewVersionCrashes(t *testing.T) {
 }
 
 func TestAgent_ExpiredLeaseReturnsHostToLastGood(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t)
 	ctx := ctxT(t)
 	v1 := h.deployGood(t, ctx, "v1")
@@ -404,6 +419,7 @@ func TestAgent_ExpiredLeaseReturnsHostToLastGood(t *testing.T) {
 }
 
 func TestAgent_MarkGoodPrunesAllButCurrentPreviousAndLastGood(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t)
 	ctx := ctxT(t)
 	l, _ := h.client.AcquireLease(ctx, false, "test", time.Minute)

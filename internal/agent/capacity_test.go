@@ -90,6 +90,7 @@ func (l *capLB) inService(id string) bool {
 // as a deploy does: it takes the host out of rotation only with enough
 // other targets in service, drains it first, and never leaves it out.
 func TestAgent_RecoveryKeepsCapacity(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		// self and peer: whether the LB reports them in service when the
@@ -206,6 +207,7 @@ func TestAgent_RecoveryKeepsCapacity(t *testing.T) {
 }
 
 func TestCapacityFrom(t *testing.T) {
+	t.Parallel()
 	ref := func(h fleet.Host) lbport.TargetRef { return lbport.TargetRef{ID: h.Name, Address: h.Target} }
 	cases := []struct {
 		name      string

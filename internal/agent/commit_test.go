@@ -18,6 +18,7 @@ import (
 // the fleet ends on it. One that did not commit restores the last good, as
 // before. A commit for a version that is not current is refused.
 func TestAgent_CommittedLeaseCompletesRelease(t *testing.T) {
+	t.Parallel()
 	cases := map[string]struct {
 		commit       string // version committed; "" for none
 		commitRefuse bool   // the commit is refused (another version)

@@ -13,6 +13,7 @@ import (
 // definition byte for byte as it was published (what mythex rollback
 // publishes again), 404 for a ref never set, 422 for an unknown ref.
 func TestAgent_DefinitionReadBack(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t)
 	ctx := ctxT(t)
 	l, err := h.client.AcquireLease(ctx, false, "test", time.Minute)

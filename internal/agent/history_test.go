@@ -19,6 +19,7 @@ import (
 // TestAgent_History: the agent keeps its host's deploy records across a
 // restart, serves them newest first, and refuses another host's record.
 func TestAgent_History(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	start := func() (*Agent, *agentapi.Client, func()) {
 		rt, err := process.New(process.Options{StateDir: filepath.Join(dir, "runtime")})
@@ -65,6 +66,7 @@ func TestAgent_History(t *testing.T) {
 // refuses with a status the client maps, and an agent that predates
 // timelines reads as "none kept".
 func TestAgent_Timeline(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	start := func() (*agentapi.Client, func()) {
 		rt, err := process.New(process.Options{StateDir: filepath.Join(dir, "runtime")})

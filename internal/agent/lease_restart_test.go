@@ -14,6 +14,7 @@ import (
 )
 
 func TestRemainingAfterRestart(t *testing.T) {
+	t.Parallel()
 	written := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	rec := leaseRecord{TTL: 30 * time.Second, Remaining: 20 * time.Second, WrittenAt: written, BootID: "boot-a", SinceBoot: time.Hour}
 	cases := []struct {
@@ -52,6 +53,7 @@ func TestRemainingAfterRestart(t *testing.T) {
 }
 
 func TestPlanRestore(t *testing.T) {
+	t.Parallel()
 	const a, b, c = "aaaa", "bbbb", "cccc"
 	cases := []struct {
 		name     string
@@ -105,6 +107,7 @@ func (h *testHost) restart(t *testing.T, opts ...func(*Config)) {
 // and puts the host back into the load balancer — the watchdog never starts
 // the half-deployed version, and status says whether the host is whole.
 func TestAgent_LeaseSurvivesAgentRestartMidStop(t *testing.T) {
+	t.Parallel()
 	fast := func(c *Config) { c.Watchdog = &watchdog.Policy{Interval: 50 * time.Millisecond, FailuresBeforeHeal: 2} }
 	h := newTestHost(t, fast)
 	ctx := ctxT(t)
@@ -172,6 +175,7 @@ func TestAgent_LeaseSurvivesAgentRestartMidStop(t *testing.T) {
 // A lease that ran out while no agent ran is recovered as soon as the agent
 // starts, before the watchdog looks at the host.
 func TestAgent_LeaseExpiredWhileAgentDownRecoversAtStart(t *testing.T) {
+	t.Parallel()
 	boot := &stepBootClock{id: "b", since: time.Hour}
 	h := newTestHost(t, func(c *Config) { c.BootClock = boot })
 	ctx := ctxT(t)
@@ -209,6 +213,7 @@ func (b *stepBootClock) Boot() (string, time.Duration, error) { return b.id, b.s
 // current definition and no lease (its file lost), it waits rather than
 // start the unverified version.
 func TestHealable_RefusesHalfDeployed(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t)
 	ctx := ctxT(t)
 	l, _ := h.client.AcquireLease(ctx, false, "first deploy", time.Minute)
@@ -234,6 +239,7 @@ func TestHealable_RefusesHalfDeployed(t *testing.T) {
 }
 
 func TestAgent_LeaseBreak(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t)
 	ctx := ctxT(t)
 	h.deployGood(t, ctx, "v1")
@@ -265,6 +271,7 @@ func TestAgent_LeaseBreak(t *testing.T) {
 // failed, or it released without one) does not leave the host to rot: the
 // release runs the recovery an expiry would.
 func TestAgent_ReleaseOfHalfDeployedHostRecovers(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t)
 	ctx := ctxT(t)
 	h.deployGood(t, ctx, "v1")
@@ -293,6 +300,7 @@ func TestAgent_ReleaseOfHalfDeployedHostRecovers(t *testing.T) {
 // definition half deployed: it starts nothing and leaves the lease for the
 // agent (which can put the host back into the load balancer).
 func TestAgent_BootstrapLeavesHalfDeployedHostToTheAgent(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t)
 	ctx := ctxT(t)
 	h.deployGood(t, ctx, "v1")

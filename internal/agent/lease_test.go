@@ -31,6 +31,7 @@ func newTestKeeper(t *testing.T, onExpire func(Lease)) (*leaseKeeper, *clockwork
 }
 
 func TestLeaseKeeper_AcquireExcludes(t *testing.T) {
+	t.Parallel()
 	k, _, dir := newTestKeeper(t, nil)
 	l, err := k.acquire("deploy v2", 30*time.Second)
 	if err != nil {
@@ -51,6 +52,7 @@ func TestLeaseKeeper_AcquireExcludes(t *testing.T) {
 }
 
 func TestLeaseKeeper_HostLockHeldByBootstrap(t *testing.T) {
+	t.Parallel()
 	k, _, dir := newTestKeeper(t, nil)
 	boot := hostlock.New(dir)
 	if err := boot.TryLock("bootstrap"); err != nil {
@@ -64,6 +66,7 @@ func TestLeaseKeeper_HostLockHeldByBootstrap(t *testing.T) {
 }
 
 func TestLeaseKeeper_RenewAndCheck(t *testing.T) {
+	t.Parallel()
 	k, clock, _ := newTestKeeper(t, nil)
 	l, _ := k.acquire("deploy", 10*time.Second)
 	clock.Advance(8 * time.Second)
@@ -86,6 +89,7 @@ func TestLeaseKeeper_RenewAndCheck(t *testing.T) {
 }
 
 func TestLeaseKeeper_ExpiryRunsRecoveryWithLockHeld(t *testing.T) {
+	t.Parallel()
 	var recovered atomic.Int32
 	var dir string
 	lockHeldDuringRecovery := make(chan bool, 1)
@@ -121,6 +125,7 @@ func TestLeaseKeeper_ExpiryRunsRecoveryWithLockHeld(t *testing.T) {
 }
 
 func TestLeaseKeeper_ReleasedLeaseNeverExpires(t *testing.T) {
+	t.Parallel()
 	var recovered atomic.Int32
 	k, clock, _ := newTestKeeper(t, func(Lease) { recovered.Add(1) })
 	l, _ := k.acquire("deploy", time.Second)
@@ -134,6 +139,7 @@ func TestLeaseKeeper_ReleasedLeaseNeverExpires(t *testing.T) {
 }
 
 func TestLeaseKeeper_FleetLeaseHasNoLock(t *testing.T) {
+	t.Parallel()
 	k := &leaseKeeper{clock: clockwork.NewFakeClock(), log: slog.New(slog.NewTextHandler(io.Discard, nil)), kind: "fleet"}
 	if _, err := k.acquire("deploy a", time.Minute); err != nil {
 		t.Fatal(err)
@@ -159,6 +165,7 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 // A recovery that fails is tried again, with backoff, until it succeeds; a
 // new lease stops the retries (its deploy owns the host).
 func TestLeaseKeeper_FailedRecoveryIsRetried(t *testing.T) {
+	t.Parallel()
 	var calls atomic.Int32
 	k, clock, dir := newTestKeeper(t, nil)
 	k.onExpire = func(leaseRecord) error {

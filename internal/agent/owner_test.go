@@ -27,6 +27,7 @@ import (
 // must end on its last good version, running whole — which it does only if
 // the recovery acts after the step.
 func TestAgent_LeaseEndsBetweenAStepsCheckAndItsWork(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		step   string
 		before []string // the deploy's steps before the paused one
@@ -188,6 +189,7 @@ func (s *slowRuntime) Status(ctx context.Context) ([]runtime.ServiceStatus, erro
 // request now waits for the round in progress and goes first: every single
 // request is granted.
 func TestAgent_WatchdogRoundsLongerThanTheirIntervalDoNotStarveADeploy(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dir := memDir(t)

@@ -518,6 +518,7 @@ func (h *raceHost) deployGood(ctx context.Context, c *agentapi.Client, version s
 }
 
 func TestAgent_WatchdogRacesDeploys(t *testing.T) {
+	t.Parallel()
 	// 200 interleavings; the race detector makes each about five times
 	// slower in CPU, and what it adds — data races — shows in far fewer, so
 	// under -race 50; -short 20.

@@ -39,6 +39,7 @@ func (r *stopRecorder) Stop(_ context.Context, name string, grace time.Duration)
 }
 
 func TestStopAll_StopsRunningServicesWithTheirGrace(t *testing.T) {
+	t.Parallel()
 	rt := &stopRecorder{sts: []runtime.ServiceStatus{
 		{Name: "web", State: runtime.StateRunning},
 		{Name: "worker", State: runtime.StateRunning},

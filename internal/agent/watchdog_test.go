@@ -116,6 +116,7 @@ func pidOf(t *testing.T, h *testHost, name string) int {
 // The watchdog shows in /v1/status; maintenance pauses it through the API
 // and, turned off, lets it heal a service killed meanwhile.
 func TestAgent_WatchdogStatusAndMaintenance(t *testing.T) {
+	t.Parallel()
 	const w, k = 50 * time.Millisecond, 3
 	h := newWatchedHost(t, w, k)
 	ctx := ctxT(t)
@@ -204,6 +205,7 @@ func TestAgent_WatchdogStatusAndMaintenance(t *testing.T) {
 }
 
 func TestAgent_MaintenanceNeedsTokenAndWatchdog(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t) // no watchdog
 	ctx := ctxT(t)
 	if _, err := h.client.SetMaintenance(ctx, time.Hour, "x", ""); err == nil || !strings.Contains(err.Error(), "no watchdog") {
@@ -235,6 +237,7 @@ func TestAgent_MaintenanceNeedsTokenAndWatchdog(t *testing.T) {
 // is both running and reported unhealthy (after two failed checks 100ms
 // apart) is wide enough to observe on a loaded CI machine.
 func TestAgent_WatchdogNeverHealsADrainUnderLease(t *testing.T) {
+	t.Parallel()
 	const w, k = 25 * time.Millisecond, 3
 	h := newWatchedHost(t, w, k)
 	ctx := ctxT(t)
@@ -302,6 +305,7 @@ func counterValue(t *testing.T, h *testHost, series string) float64 {
 }
 
 func TestAgent_Bootstrap(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t)
 	ctx := ctxT(t)
 	if _, err := h.agent.Bootstrap(ctx); !errors.Is(err, ErrNothingPublished) {
@@ -362,6 +366,7 @@ func TestAgent_Bootstrap(t *testing.T) {
 }
 
 func TestClaimStateDir(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	release, err := ClaimStateDir(dir, "agent")
 	if err != nil {
