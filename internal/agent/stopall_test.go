@@ -94,6 +94,7 @@ func (r *heldStarts) Status(ctx context.Context) ([]runtime.ServiceStatus, error
 // orphaned, holding its port). Shutdown ends the recovery before it stops the
 // services; the other order leaves the held Starts' services running.
 func TestAgent_ShutdownLeavesNothingRunning(t *testing.T) {
+	t.Parallel()
 	var rt *heldStarts
 	h := newTestHost(t, func(c *Config) {
 		rt = &heldStarts{Runtime: c.Runtime, held: make(chan struct{}), listed: make(chan struct{})}
