@@ -44,11 +44,12 @@ const fleetSlotPoll = 50 * time.Millisecond
 // fleets at once failed), and `go test ./...` runs other test binaries and
 // links beside them. So there are at most FleetSlotsEnv (else
 // DefaultFleetSlots) slots; one per CPU is always given when free, and each
-// slot past those only while the machine's CPUs were at least 35 % idle over
-// the last second (Linux's /proc/stat; elsewhere the count alone bounds it),
-// at most one such start every two seconds per test process (a fleet takes
-// about that long to start its processes), so fleets starting at
-// once do not take the same spare CPU twice.
+// slot past those only while, over the last five seconds, the CPUs were at
+// least 35 % idle and runnable tasks waited for a CPU at most half the time
+// (Linux's /proc/stat and /proc/pressure/cpu; elsewhere the count alone
+// bounds it), at most one such start every five seconds per test process (a
+// fleet takes about that long to start its processes), so fleets starting
+// at once do not take the same spare CPU twice.
 //
 // The slots are flocks (mythex's one lock type; the holder file names the
 // test): the kernel frees the slot of a test process that dies. A slot that
@@ -118,15 +119,19 @@ func takeSlot(dir string, n int, holder string, poll time.Duration, adm *admissi
 // pollMu lets one takeSlot of this process poll at a time.
 var pollMu sync.Mutex
 
-// admission decides whether one more fleet than floor may start now: when
-// the CPUs were at least minIdle idle lately (idle; unknown admits) and no
-// such start of this process came within cooldown.
+// admission decides whether one more fleet than floor may start now: when,
+// over the sampler's window, the CPUs were at least minIdle idle and tasks
+// waited for a CPU at most maxPressure of the time, and no such start of this
+// process came within cooldown. A CPU that cannot be read (not Linux) admits:
+// the count alone bounds the fleets; readings that do not span the window yet
+// do not.
 type admission struct {
-	floor    int
-	minIdle  float64
-	cooldown time.Duration
-	idle     func() (fraction float64, known bool)
-	now      func() time.Time
+	floor       int
+	minIdle     float64
+	maxPressure float64
+	cooldown    time.Duration
+	load        func() (l cpuLoad, ready, known bool)
+	now         func() time.Time
 
 	mu   sync.Mutex
 	last time.Time
@@ -135,11 +140,18 @@ type admission struct {
 func (a *admission) mayStart() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	// Read the load even in the cooldown: the window fills meanwhile.
+	l, ready, known := a.load()
 	if !a.last.IsZero() && a.now().Sub(a.last) < a.cooldown {
 		return false
 	}
-	f, known := a.idle()
-	return !known || f >= a.minIdle
+	switch {
+	case !known:
+		return true
+	case !ready:
+		return false
+	}
+	return l.idle >= a.minIdle && (!l.pressureKnown || l.pressure <= a.maxPressure)
 }
 
 func (a *admission) started() {
@@ -153,12 +165,25 @@ var (
 	theAdmission  *admission
 )
 
+// The admission of spare fleets (FleetSlot): measured on two cores, fleets
+// passed with the CPUs ~15 % idle and tasks waiting ~50 % of the time, and
+// failed when the wait went to ~100 % for twenty seconds — five fleets
+// admitted within ten seconds on one-second glimpses of idle CPU between
+// go test's compiles. A fleet takes about five seconds to start.
+const (
+	spareWindow      = 5 * time.Second
+	spareMinIdle     = 0.35
+	spareMaxPressure = 0.5
+	spareCooldown    = 5 * time.Second
+)
+
 // processAdmission is this test process's admission: one fleet per CPU
-// always, more at 35 % idle, one every two seconds.
+// always, more on the spare* terms.
 func processAdmission() *admission {
 	admissionOnce.Do(func() {
-		s := &cpuSampler{read: readProcStat}
-		theAdmission = &admission{floor: runtime.NumCPU(), minIdle: 0.35, cooldown: 2 * time.Second, idle: s.idle, now: time.Now}
+		s := &cpuSampler{read: readCPU, now: time.Now, window: spareWindow}
+		theAdmission = &admission{floor: runtime.NumCPU(), minIdle: spareMinIdle, maxPressure: spareMaxPressure,
+			cooldown: spareCooldown, load: s.load, now: time.Now}
 	})
 	return theAdmission
 }

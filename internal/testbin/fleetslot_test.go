@@ -85,9 +85,9 @@ func TestTakeSlot_SpareSlotsNeedIdleCPU(t *testing.T) {
 	dir := t.TempDir()
 	asked := make(chan struct{}) // closed when a taker first asks about the CPU
 	var once sync.Once
-	adm := &admission{floor: 1, minIdle: 0.35, now: time.Now, idle: func() (float64, bool) {
+	adm := &admission{floor: 1, minIdle: 0.35, maxPressure: 0.5, now: time.Now, load: func() (cpuLoad, bool, bool) {
 		once.Do(func() { close(asked) })
-		return 0.1, true // busy
+		return cpuLoad{idle: 0.1}, true, true // busy
 	}}
 	first, err := takeSlot(dir, 3, "first", time.Millisecond, adm)
 	if err != nil {
@@ -121,22 +121,27 @@ func TestAdmission(t *testing.T) {
 	t0 := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name       string
-		idle       float64
+		load       cpuLoad
+		ready      bool
 		known      bool
 		lastStart  time.Duration // before now; 0 for never
 		wantMayRun bool
 	}{
-		{"idle enough, none started yet", 0.5, true, 0, true},
-		{"busy", 0.2, true, 0, false},
-		{"at the threshold", 0.35, true, 0, true},
-		{"idle enough but one started 500ms ago", 0.9, true, 500 * time.Millisecond, false},
-		{"idle enough, the last start 2s ago", 0.9, true, 2 * time.Second, true},
-		{"unknown CPU: the count alone bounds", 0, false, 0, true},
+		{"idle enough, none started yet", cpuLoad{idle: 0.5}, true, true, 0, true},
+		{"busy", cpuLoad{idle: 0.2}, true, true, 0, false},
+		{"at the idle threshold", cpuLoad{idle: 0.35}, true, true, 0, true},
+		{"idle enough but one started 500ms ago", cpuLoad{idle: 0.9}, true, true, 500 * time.Millisecond, false},
+		{"idle enough, the last start past the cooldown", cpuLoad{idle: 0.9}, true, true, 5 * time.Second, true},
+		{"idle enough, little waiting", cpuLoad{idle: 0.5, pressure: 0.2, pressureKnown: true}, true, true, 0, true},
+		{"at the pressure threshold", cpuLoad{idle: 0.5, pressure: 0.5, pressureKnown: true}, true, true, 0, true},
+		{"idle on average but tasks waited most of the time", cpuLoad{idle: 0.5, pressure: 0.8, pressureKnown: true}, true, true, 0, false},
+		{"readings do not span the window yet", cpuLoad{}, false, true, 0, false},
+		{"unknown CPU: the count alone bounds", cpuLoad{}, false, false, 0, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a := &admission{floor: 1, minIdle: 0.35, cooldown: time.Second,
-				idle: func() (float64, bool) { return tc.idle, tc.known },
+			a := &admission{floor: 1, minIdle: 0.35, maxPressure: 0.5, cooldown: 5 * time.Second,
+				load: func() (cpuLoad, bool, bool) { return tc.load, tc.ready, tc.known },
 				now:  func() time.Time { return t0 }}
 			if tc.lastStart > 0 {
 				a.last = t0.Add(-tc.lastStart)
@@ -173,20 +178,95 @@ func TestParseCPULine(t *testing.T) {
 
 // TestCPUSampler: the idle fraction is the idle ticks over all ticks since
 // the previous reading; a reader that fails makes it unknown.
-func TestCPUSampler(t *testing.T) {
-	reads := []cpuTimes{{idle: 100, total: 200}, {idle: 175, total: 300}}
-	s := &cpuSampler{read: func() (cpuTimes, error) {
-		r := reads[0]
-		if len(reads) > 1 {
-			reads = reads[1:]
-		}
-		return r, nil
-	}}
-	if f, known := s.idle(); !known || f != 0.75 {
-		t.Fatalf("idle = %v, %v; want 0.75 (75 idle of 100 ticks)", f, known)
+func TestParsePressureLine(t *testing.T) {
+	tests := []struct {
+		name    string
+		line    string
+		want    time.Duration
+		wantErr bool
+	}{
+		{"linux 6", "some avg10=13.48 avg60=31.33 avg300=35.62 total=831799713\n", 831799713 * time.Microsecond, false},
+		{"full line", "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n", 0, true},
+		{"no total", "some avg10=1.00\n", 0, true},
+		{"garbage total", "some total=x\n", 0, true},
 	}
-	failing := &cpuSampler{read: func() (cpuTimes, error) { return cpuTimes{}, os.ErrNotExist }}
-	if _, known := failing.idle(); known {
-		t.Fatal("idle known from a reader that fails")
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parsePressureLine(tc.line)
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Fatalf("parsePressureLine(%q) = %v, %v; want %v, error %v", tc.line, got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+// fakeCPU is a machine whose CPU advances as the test says, read through a
+// cpuSampler on a fake clock.
+type fakeCPU struct {
+	now time.Time
+	t   cpuTimes
+	err error
+}
+
+func (f *fakeCPU) read() (cpuTimes, error) { return f.t, f.err }
+
+// advance moves the clock by d, during which the CPUs were idle the given
+// fraction of ticks (100 a second) and some task waited wait of the time.
+func (f *fakeCPU) advance(d time.Duration, idle, wait float64) {
+	ticks := uint64(d / (10 * time.Millisecond))
+	f.now = f.now.Add(d)
+	f.t.total += ticks
+	f.t.idle += uint64(float64(ticks) * idle)
+	f.t.stalled += time.Duration(float64(d) * wait)
+}
+
+func TestCPUSampler(t *testing.T) {
+	cpu := &fakeCPU{now: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)}
+	s := &cpuSampler{read: cpu.read, now: func() time.Time { return cpu.now }, window: 5 * time.Second}
+	if _, ready, known := s.load(); ready || !known {
+		t.Fatalf("first call: ready %v known %v; want not ready (one reading spans nothing), known", ready, known)
+	}
+	// Three busy seconds, then one idle: one second's glimpse is not enough.
+	for range 6 {
+		cpu.advance(500*time.Millisecond, 0.02, 0.9)
+		if _, ready, _ := s.load(); ready {
+			t.Fatalf("ready after %v of readings; want 4s", cpu.now.Sub(s.samples[0].at))
+		}
+	}
+	for range 2 {
+		cpu.advance(500*time.Millisecond, 1, 0)
+	}
+	l, ready, known := s.load()
+	if !ready || !known {
+		t.Fatalf("after 4s of readings: ready %v known %v", ready, known)
+	}
+	if l.idle < 0.2 || l.idle > 0.3 || !l.pressureKnown || l.pressure < 0.6 || l.pressure > 0.7 {
+		t.Fatalf("load over 3 busy seconds and 1 idle = %+v; want idle ~0.26, pressure ~0.68", l)
+	}
+	// Ten idle seconds later the window holds only them.
+	for range 20 {
+		cpu.advance(500*time.Millisecond, 1, 0)
+		s.load()
+	}
+	if l, ready, _ := s.load(); !ready || l.idle < 0.99 || l.pressure > 0.01 {
+		t.Fatalf("after 10 idle seconds: %+v ready %v; want idle 1, pressure 0", l, ready)
+	}
+	// Nobody asked for a while: the readings start over.
+	cpu.advance(10*time.Second, 0, 1)
+	if _, ready, _ := s.load(); ready {
+		t.Fatal("ready right after a 10s gap in the readings")
+	}
+	// No pressure stall information: idle alone.
+	cpu.t.stallUnknown = true
+	for range 10 {
+		cpu.advance(500*time.Millisecond, 0.5, 0)
+		s.load()
+	}
+	if l, ready, _ := s.load(); !ready || l.pressureKnown || l.idle < 0.45 || l.idle > 0.55 {
+		t.Fatalf("without /proc/pressure: %+v ready %v; want idle 0.5, pressure unknown", l, ready)
+	}
+	failing := &cpuSampler{read: func() (cpuTimes, error) { return cpuTimes{}, os.ErrNotExist }, now: time.Now, window: time.Second}
+	if _, _, known := failing.load(); known {
+		t.Fatal("load known from a reader that fails")
 	}
 }
