@@ -181,6 +181,7 @@ func (c caseFile) input() (Input, error) {
 // reports of crash loops passed as successes, false failures and rollbacks,
 // each with the verdict a correct judge gives.
 func TestJudge_PublicCases(t *testing.T) {
+	t.Parallel() // reads its fixtures only
 	files, err := filepath.Glob(filepath.Join("testdata", "cases", "*.json"))
 	if err != nil || len(files) < 10 {
 		t.Fatalf("fixtures: %v, %v (want at least 10)", files, err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mythex/mythex/internal/freeport"
 	"github.com/mythex/mythex/internal/lb/lbtest"
 	"github.com/mythex/mythex/internal/lbapi"
 	"github.com/mythex/mythex/internal/lbport"
@@ -21,9 +22,32 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// The end-to-end tests here each run their own local platform (a few
+	// small processes) and wait on its timings — boots, stable windows,
+	// stop timeouts, looks — not on CPU; the rest are short fake-clock
+	// simulations. They all run in parallel, up to 16 at once: on two
+	// cores go test's default (GOMAXPROCS) ran the end-to-end tests two
+	// at a time, and the package held one of go test's two slots for half
+	// a minute mostly waiting.
+	testbin.SetParallel(16)
 	code := m.Run()
 	testbin.Cleanup()
 	os.Exit(code)
+}
+
+// machinePort is the local platform's PickPort in these tests: a port
+// claimed against every other test process (freeport.Ports) and below the
+// kernel's ephemeral range. A machine keeps its port across restarts, and
+// a kernel-picked one could be taken — by another process's bind or the
+// local end of its outgoing connection — before the machine's process
+// binds it or while a crash-looping one restarts: the process then exits
+// "address already in use", which the gate reads as a crash.
+func machinePort() (int, error) {
+	ports, err := freeport.Ports(1)
+	if err != nil {
+		return 0, err
+	}
+	return ports[0], nil
 }
 
 // sampleApp is the sample app's release config: version v, extra env.
@@ -61,7 +85,7 @@ func answers(addr, version string) bool {
 // machine restart.
 func TestWriteUpReproduction_InPlace(t *testing.T) {
 	t.Parallel() // its own local platform, state dirs and ports
-	sup, err := local.New(local.Options{StateDir: t.TempDir(), StopTimeout: 3 * time.Second, RestartDelay: 100 * time.Millisecond})
+	sup, err := local.New(local.Options{StateDir: t.TempDir(), StopTimeout: 3 * time.Second, RestartDelay: 100 * time.Millisecond, PickPort: machinePort})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +171,7 @@ func lbServer(t *testing.T) (string, lbport.Driver, *lbapi.Client) {
 // publish a good version, which goes live through the switch.
 func TestWriteUpReproduction_BlueGreen(t *testing.T) {
 	t.Parallel() // its own local platform, state dirs and ports
-	sup, err := local.New(local.Options{StateDir: t.TempDir(), StopTimeout: 3 * time.Second, RestartDelay: 100 * time.Millisecond})
+	sup, err := local.New(local.Options{StateDir: t.TempDir(), StopTimeout: 3 * time.Second, RestartDelay: 100 * time.Millisecond, PickPort: machinePort})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -184,6 +184,7 @@ func (s oracleScenario) flyctlVerdict(t *testing.T) (smokeOutcome, time.Duration
 // checks the gate is right on each, and checks docs/publish.md's comparison
 // table says what the two actually did.
 func TestFlyctlOracle_ComparedWithTheGate(t *testing.T) {
+	t.Parallel() // its own fake platforms, clocks and stores
 	want := map[string]Status{
 		oracleScenarios[0].name: StatusFailed, oracleScenarios[1].name: StatusFailed, oracleScenarios[2].name: StatusFailed,
 		oracleScenarios[3].name: StatusFailed, oracleScenarios[4].name: StatusFailed, oracleScenarios[5].name: StatusFailed,
@@ -214,6 +215,7 @@ func TestFlyctlOracle_ComparedWithTheGate(t *testing.T) {
 }
 
 func TestMostRecentStartAfterLaunch(t *testing.T) {
+	t.Parallel() // a pure function of its inputs
 	tests := []struct {
 		name   string
 		events []platform.Event

@@ -161,6 +161,7 @@ func (e *env) verdictAt(release string) time.Time {
 }
 
 func TestGate_Publish(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	tests := []struct {
 		name     string
 		image    string
@@ -303,6 +304,7 @@ func checkAfterFrom(t *testing.T, e *env, res Result, good Release, darkFrom tim
 // while the new release fails, the old machines are never stopped, restarted
 // or deregistered, and the app always has a healthy target.
 func TestGate_BlueGreenNeverTouchesServing(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	e := newEnv(t, true, Options{})
 	good := e.publish(t, req(imgGood))
 	oldIDs := good.Release.Machines
@@ -340,6 +342,7 @@ func TestGate_BlueGreenNeverTouchesServing(t *testing.T) {
 // TestGate_LastGoodNotPrevious: a rollback restores the last known good
 // release, not simply the one before in time (which had failed).
 func TestGate_LastGoodNotPrevious(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	for _, strategy := range []Strategy{StrategyInPlace, StrategyBlueGreen} {
 		t.Run(string(strategy), func(t *testing.T) {
 			e := newEnv(t, strategy == StrategyBlueGreen, Options{})
@@ -370,6 +373,7 @@ func TestGate_LastGoodNotPrevious(t *testing.T) {
 // the Machines API answers 429 while the app serves 200 — the verdict is
 // unknown and nothing is rolled back.
 func TestGate_ControlPlaneErrorsNeverRollBack(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	e := newEnv(t, false, Options{Window: time.Minute})
 	good := e.publish(t, req(imgGood))
 	e.p.failGet = func(time.Time, string) error {
@@ -399,6 +403,7 @@ func TestGate_ControlPlaneErrorsNeverRollBack(t *testing.T) {
 // judges what the machines run. A good release goes live, a crashing one is
 // rolled back for its crashes — never for the timeout.
 func TestGate_UpdateTimeoutIsJudgedNotRolledBack(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	cases := []struct {
 		name       string
 		image      string
@@ -425,6 +430,7 @@ func TestGate_UpdateTimeoutIsJudgedNotRolledBack(t *testing.T) {
 }
 
 func TestGate_TimeoutsThenAnswers(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	e := newEnv(t, false, Options{})
 	e.publish(t, req(imgGood))
 	began := e.clock.Now()
@@ -445,6 +451,7 @@ func TestGate_TimeoutsThenAnswers(t *testing.T) {
 }
 
 func TestGate_FirstPublishWithoutGoodRelease(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	e := newEnv(t, false, Options{})
 	res := e.publish(t, req(imgCrash))
 	if res.Verdict.Status != StatusFailed || res.Release.Status != ReleaseFailed || res.Rollback != nil {
@@ -456,6 +463,7 @@ func TestGate_FirstPublishWithoutGoodRelease(t *testing.T) {
 }
 
 func TestGate_NoRollback(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	e := newEnv(t, false, Options{})
 	e.publish(t, req(imgGood))
 	r := req(imgCrash)
@@ -471,6 +479,7 @@ func TestGate_NoRollback(t *testing.T) {
 }
 
 func TestGate_BadInputChangesNothing(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	tests := []struct {
 		name string
 		req  Request
@@ -503,6 +512,7 @@ func TestGate_BadInputChangesNothing(t *testing.T) {
 }
 
 func TestNewGate_Options(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	if _, err := NewGate(GateConfig{}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("NewGate without dependencies = %v, want ErrInvalid", err)
 	}
@@ -525,6 +535,7 @@ func TestNewGate_Options(t *testing.T) {
 }
 
 func TestGate_Busy(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	e := newEnv(t, false, Options{})
 	fl, err := e.gate.lock("api")
 	if err != nil {

@@ -46,6 +46,7 @@ func testApp(t *testing.T, version string, env ...string) platform.Config {
 func localGate(t *testing.T, sopts local.Options, opts publish.Options) (*publish.Gate, *local.Supervisor) {
 	t.Helper()
 	sopts.StateDir = t.TempDir()
+	sopts.PickPort = machinePort
 	if sopts.RestartDelay == 0 {
 		sopts.RestartDelay = 100 * time.Millisecond
 	}
@@ -105,25 +106,41 @@ func TestLocal_ClockSkewDoesNotSwitchOffTheStableWindow(t *testing.T) {
 
 // TestLocal_WrongHealthAnswersFailAfterTheStartPeriod: an app answering 500
 // fails after the start period and three wrong looks; one answering 503, or
-// refusing, while it boots for 3 s goes live.
+// refusing, while it boots for 3 s goes live. Each case publishes over a
+// live v1 on a platform of its own, in parallel: each waits seconds on its
+// app.
 func TestLocal_WrongHealthAnswersFailAfterTheStartPeriod(t *testing.T) {
-	t.Parallel() // its own local platform, state dirs and ports
+	t.Parallel() // its own local platforms, state dirs and ports
 	opts := e2eOptions
 	opts.StartPeriod, opts.UnhealthyThreshold = time.Second, 3
-	g, _ := localGate(t, local.Options{}, opts)
-	mustPublish(t, g, testApp(t, "v1"))
-	res := mustPublish(t, g, testApp(t, "v2", "TESTAPP_HEALTH_STATUS", "500"))
-	if res.Verdict.Status != publish.StatusFailed || !strings.Contains(strings.Join(res.Verdict.Reasons, " "), "HTTP 500") {
-		t.Fatalf("health 500 = %+v", res.Verdict)
-	}
-	if limit := opts.Window / 2; res.Elapsed-res.Rollback.Took > limit {
-		t.Errorf("health-500 verdict after %s, want well before the window's end", res.Elapsed-res.Rollback.Took)
-	}
-	for _, env := range [][]string{{"TESTAPP_BOOT", "3s", "TESTAPP_BOOT_STATUS", "503"}, {"TESTAPP_BOOT", "3s"}} {
-		res := mustPublish(t, g, testApp(t, "v3", env...))
-		if res.Verdict.Status != publish.StatusLive {
-			t.Errorf("slow boot %v = %+v, want live", env, res.Verdict)
+	t.Run("500", func(t *testing.T) {
+		t.Parallel()
+		g, _ := localGate(t, local.Options{}, opts)
+		mustPublish(t, g, testApp(t, "v1"))
+		res := mustPublish(t, g, testApp(t, "v2", "TESTAPP_HEALTH_STATUS", "500"))
+		if res.Verdict.Status != publish.StatusFailed || !strings.Contains(strings.Join(res.Verdict.Reasons, " "), "HTTP 500") {
+			t.Fatalf("health 500 = %+v", res.Verdict)
 		}
+		if limit := opts.Window / 2; res.Elapsed-res.Rollback.Took > limit {
+			t.Errorf("health-500 verdict after %s, want well before the window's end", res.Elapsed-res.Rollback.Took)
+		}
+	})
+	for _, tc := range []struct {
+		name string
+		env  []string
+	}{
+		{"boot 503", []string{"TESTAPP_BOOT", "3s", "TESTAPP_BOOT_STATUS", "503"}},
+		{"boot refusing", []string{"TESTAPP_BOOT", "3s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			g, _ := localGate(t, local.Options{}, opts)
+			mustPublish(t, g, testApp(t, "v1"))
+			res := mustPublish(t, g, testApp(t, "v3", tc.env...))
+			if res.Verdict.Status != publish.StatusLive {
+				t.Errorf("slow boot %v = %+v, want live", tc.env, res.Verdict)
+			}
+		})
 	}
 }
 
@@ -160,9 +177,9 @@ func TestLocal_BadImageRefusedBeforeAnyMachineChanges(t *testing.T) {
 }
 
 // TestLocal_SlowUpdateIsJudgedOnceSettled: the old process ignores SIGTERM,
-// so an update takes the 3 s stop timeout, longer than the 1 s call
-// timeout. A good release goes live; a crashing one fails for its crashes and
-// the rollback (also slower than a call) completes.
+// so an update takes the 2 s stop timeout, twice the 1 s call timeout. A
+// good release goes live; a crashing one fails for its crashes and the
+// rollback (also slower than a call) completes.
 func TestLocal_SlowUpdateIsJudgedOnceSettled(t *testing.T) {
 	t.Parallel() // its own local platform, state dirs and ports
 	opts := e2eOptions
@@ -174,7 +191,7 @@ func TestLocal_SlowUpdateIsJudgedOnceSettled(t *testing.T) {
 	}{{"good", nil, publish.StatusLive}, {"crashing", []string{"TESTAPP_CRASH_AFTER", "300ms"}, publish.StatusFailed}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			g, sup := localGate(t, local.Options{}, opts)
+			g, sup := localGate(t, local.Options{StopTimeout: 2 * time.Second}, opts)
 			v1 := mustPublish(t, g, testApp(t, "v1", "TESTAPP_IGNORE_TERM", "1"))
 			res := mustPublish(t, g, testApp(t, "v2", append([]string{"TESTAPP_IGNORE_TERM", "1"}, tc.env...)...))
 			if res.Verdict.Status != tc.want {

@@ -35,6 +35,7 @@ func init() {
 // off ours (25 s and 10 min behind, 10 min ahead) changes nothing: a
 // release crashing every 12 s still fails, a healthy one still goes live.
 func TestGate_ClockSkewDoesNotSwitchOffTheStableWindow(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	for _, skew := range []time.Duration{-25 * time.Second, -10 * time.Minute, 10 * time.Minute} {
 		for _, strategy := range []Strategy{StrategyInPlace, StrategyBlueGreen} {
 			t.Run(string(strategy)+"/"+skew.String(), func(t *testing.T) {
@@ -59,6 +60,7 @@ func TestGate_ClockSkewDoesNotSwitchOffTheStableWindow(t *testing.T) {
 // stable window) and crashes every 12 s is rolled back by the reconciler,
 // not reported as "stayed up for 10m".
 func TestReconciler_ClockSkewDoesNotCountUptimeFromThePlatformClock(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	e := newEnv(t, false, Options{StableFor: 10 * time.Second})
 	e.p.skew = -10 * time.Minute
 	e.publish(t, req(imgGood))
@@ -76,6 +78,7 @@ func TestReconciler_ClockSkewDoesNotCountUptimeFromThePlatformClock(t *testing.T
 // retried; a release the platform keeps refusing is unknown (still on the
 // old release), never failed, and nothing is rolled back.
 func TestGate_RefusedUpdateIsNotYetNeverFailed(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	t.Run("refused once, retried, live", func(t *testing.T) {
 		e := newEnv(t, false, Options{})
 		e.publish(t, req(imgGood))
@@ -113,6 +116,7 @@ func TestGate_RefusedUpdateIsNotYetNeverFailed(t *testing.T) {
 // "not yet". A good release goes live; a crashing one fails for its crashes
 // and the rollback — itself slower than the call timeout — completes.
 func TestGate_SlowUpdateIsJudgedOnceSettled(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	for _, tc := range []struct {
 		image string
 		want  Status
@@ -145,6 +149,7 @@ func TestGate_SlowUpdateIsJudgedOnceSettled(t *testing.T) {
 // apart, the release stable in between, are not a crash loop; two kills
 // 5 s apart are.
 func TestReconciler_TwoCrashesFarApartAreNotALoop(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	for _, tc := range []struct {
 		gap      time.Duration
 		rollback bool
@@ -196,6 +201,7 @@ func (e *env) killedAt(t *testing.T, id string) time.Time {
 // in a row — about 25 s at the defaults, not at the window's end; a slow boot
 // answering 503, or refusing connections, for 20 s still goes live.
 func TestGate_WrongHealthAnswersFailAfterTheStartPeriod(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	for _, strategy := range []Strategy{StrategyInPlace, StrategyBlueGreen} {
 		t.Run(string(strategy)+"/500", func(t *testing.T) {
 			e := newEnv(t, strategy == StrategyBlueGreen, Options{})
@@ -230,6 +236,7 @@ func TestGate_WrongHealthAnswersFailAfterTheStartPeriod(t *testing.T) {
 // TestGate_BadImageRefusedBeforeAnyMachineChanges: an image the platform
 // does not have is bad input — nothing created, updated or stored.
 func TestGate_BadImageRefusedBeforeAnyMachineChanges(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	e := newEnv(t, false, Options{})
 	e.publish(t, req(imgGood))
 	e.p.checkImages = true
@@ -251,6 +258,7 @@ func TestGate_BadImageRefusedBeforeAnyMachineChanges(t *testing.T) {
 // "killed by signal 9 (SIGKILL)", an OOM loop adds oom_killed; neither says
 // "exit code -1".
 func TestGate_SignalAndOOMShownNotExitCodeMinusOne(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	for img, want := range map[string]string{imgKill: "killed by signal 9 (SIGKILL)", imgOOM: "killed by signal 9 (SIGKILL), oom_killed"} {
 		t.Run(img, func(t *testing.T) {
 			e := newEnv(t, false, Options{})
@@ -304,6 +312,7 @@ func (e *env) interruptAt(t *testing.T, image, first, second string) (Result, er
 // interrupted; in blue-green it removes the new machines and never touches
 // the serving ones.
 func TestGate_InterruptFinishesSafely(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	for _, strategy := range []Strategy{StrategyInPlace, StrategyBlueGreen} {
 		t.Run(string(strategy), func(t *testing.T) {
 			e := newEnv(t, strategy == StrategyBlueGreen, Options{})
@@ -339,6 +348,7 @@ func TestGate_InterruptFinishesSafely(t *testing.T) {
 // rollback stops at once; the error says what was left and the repair
 // command, and that command (the reconciler) restores the last good release.
 func TestGate_SecondSignalAbortsAndSaysHowToRepair(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	e := newEnv(t, false, Options{})
 	good := e.publish(t, req(imgGood))
 	e.p.updateLag = 5 * time.Second // the rollback takes a while

@@ -55,6 +55,7 @@ func (e *env) reconcileUntil(t *testing.T, every time.Duration, maxRounds int) (
 // catches it and rolls back to the last good release instead of leaving the
 // app down, and records why.
 func TestReconciler_LateCrash(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	for _, strategy := range []Strategy{StrategyInPlace, StrategyBlueGreen} {
 		t.Run(string(strategy), func(t *testing.T) {
 			e := newEnv(t, strategy == StrategyBlueGreen, Options{StableFor: 10 * time.Second})
@@ -84,6 +85,7 @@ func TestReconciler_LateCrash(t *testing.T) {
 // baseline, so the second crash is a newer crash than the first: rolled back
 // within two rounds after the first crash.
 func TestReconciler_SlowLoopAcrossRounds(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	e := newEnv(t, false, Options{})
 	e.publish(t, req(imgGood))
 	slow := e.publish(t, req(imgSlowLoop))
@@ -100,6 +102,7 @@ func TestReconciler_SlowLoopAcrossRounds(t *testing.T) {
 }
 
 func TestReconciler_HealthyStaysLive(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	e := newEnv(t, true, Options{})
 	good := e.publish(t, req(imgGood))
 	n := len(e.p.Calls())
@@ -120,6 +123,7 @@ func TestReconciler_HealthyStaysLive(t *testing.T) {
 // TestReconciler_LateFailureWithoutGoodRelease: nothing to restore — the
 // machines keep running (a crashing app beats a 404 for every page).
 func TestReconciler_LateFailureWithoutGoodRelease(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	e := newEnv(t, false, Options{StableFor: 10 * time.Second})
 	late := e.publish(t, req(imgLate))
 	if late.Verdict.Status != StatusLive {
@@ -143,6 +147,7 @@ func TestReconciler_LateFailureWithoutGoodRelease(t *testing.T) {
 // TestReconciler_FinishesUnknown: a publish judged unknown under 429s is
 // finished once the control plane answers again.
 func TestReconciler_FinishesUnknown(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	for _, tt := range []struct {
 		name  string
 		image string
@@ -191,6 +196,7 @@ func TestReconciler_FinishesUnknown(t *testing.T) {
 // Before the fix v1 kept its first publish's t0 and was failed (and rolled
 // back further) for v2's crash loop.
 func TestReconciler_RestoredReleaseJudgedByFailedReleasesCrashes(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	// Looks 10 s apart: v2 crashes more than once before the gate sees it.
 	e := newEnv(t, false, Options{LookInterval: 10 * time.Second})
 	e.p.capacity = 50 // the machine's list keeps v2's crashes past the restore, as the local platform's does
@@ -232,6 +238,7 @@ func TestReconciler_RestoredReleaseJudgedByFailedReleasesCrashes(t *testing.T) {
 // "not yet" while the machine runs v2 — never a failure of v1 — and judges v1
 // from the write that restored it once it lands.
 func TestReconciler_UnsettledRollbackIsNotYet(t *testing.T) {
+	t.Parallel() // its own fake platform, clock, store and lock dir
 	e := newEnv(t, false, Options{LookInterval: 10 * time.Second, RestoreTimeout: 5 * time.Second})
 	e.p.capacity = 50
 	good := e.publish(t, req(imgGood))

@@ -6,6 +6,7 @@ import (
 )
 
 func TestRestoredTimes(t *testing.T) {
+	t.Parallel() // a pure function of its inputs
 	v1 := Release{ID: "v1", Seq: 1, Machines: []string{"m1", "m2"}, Since: map[string]time.Time{"m1": at(0), "m2": at(0)}}
 	for _, tt := range []struct {
 		name       string

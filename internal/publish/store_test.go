@@ -20,6 +20,7 @@ func openTestStore(t *testing.T) *Store {
 }
 
 func TestStore_CreateGetSave(t *testing.T) {
+	t.Parallel() // its own store file
 	ctx := context.Background()
 	s := openTestStore(t)
 	r, err := s.Create(ctx, Release{App: "api", Config: platform.Config{Image: "app:v1", Env: map[string]string{"K": "v"}}, Status: ReleasePending, CreatedAt: at(0)})
@@ -72,6 +73,7 @@ func ids(rs []Release) []string {
 // publishes after a good one must not push the good one out; the rollback
 // target stays the last release that was live.
 func TestStore_LastGood(t *testing.T) {
+	t.Parallel() // its own store file
 	ctx := context.Background()
 	s := openTestStore(t)
 	if _, ok, err := s.LastGood(ctx, "api", ""); ok || err != nil {
@@ -101,6 +103,7 @@ func TestStore_LastGood(t *testing.T) {
 }
 
 func TestStore_Current(t *testing.T) {
+	t.Parallel() // its own store file
 	ctx := context.Background()
 	s := openTestStore(t)
 	if _, ok, err := s.Current(ctx, "api"); ok || err != nil {
@@ -124,6 +127,7 @@ func TestStore_Current(t *testing.T) {
 }
 
 func TestStore_ReopenKeepsReleases(t *testing.T) {
+	t.Parallel() // its own store file
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), DBFile)
 	s, err := OpenStore(path)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestJudge(t *testing.T) {
+	t.Parallel() // judges its own inputs
 	S, St := platform.StateStarted, platform.StateStopped
 	always, onFail, no := platform.RestartAlways, platform.RestartOnFailure, platform.RestartNo
 	boot := []platform.Event{start(0.5), launch(0.1)}
@@ -393,6 +394,7 @@ func TestJudge(t *testing.T) {
 }
 
 func TestJudge_TwoMachinesNamesTheCrashingOne(t *testing.T) {
+	t.Parallel() // judges its own inputs
 	good := mach(platform.StateStarted, platform.RestartAlways, start(0.5))
 	good.ID = "m1"
 	mk := func(upTo float64) platform.Machine {
@@ -428,6 +430,7 @@ func TestJudge_TwoMachinesNamesTheCrashingOne(t *testing.T) {
 }
 
 func TestIsCrash(t *testing.T) {
+	t.Parallel() // judges its own inputs
 	always, onFail, no := platform.RestartAlways, platform.RestartOnFailure, platform.RestartNo
 	tests := []struct {
 		name   string

@@ -56,6 +56,7 @@ func countingCheck(look2, look3 platform.Machine) Status {
 }
 
 func TestJudge_WriteUpSimulation(t *testing.T) {
+	t.Parallel() // its own simulated machines
 	tests := []struct {
 		capacity int
 		// counting is what the count-based check concludes: it passes as soon

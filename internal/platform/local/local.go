@@ -60,6 +60,14 @@ type Options struct {
 	Clock clockwork.Clock
 	// Logger logs machine starts and exits. Default discards.
 	Logger *slog.Logger
+	// PickPort picks each new machine's port on Host; the machine keeps it
+	// across restarts and updates. Default: the kernel picks one (a bind to
+	// port 0, closed again). Tests that run many machines beside other
+	// test processes pass package freeport's ports: a kernel-picked port
+	// is in the ephemeral range, where another process's bind or outgoing
+	// connection may take it before the machine's process binds it (or
+	// while it restarts), and the process exits "address already in use".
+	PickPort func() (int, error)
 }
 
 func (o Options) withDefaults() Options {
@@ -86,6 +94,10 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.PickPort == nil {
+		host := o.Host
+		o.PickPort = func() (int, error) { return freePort(host) }
 	}
 	return o
 }
@@ -237,7 +249,7 @@ func (s *Supervisor) Create(ctx context.Context, app string, cfg platform.Config
 	if err := CheckImage(cfg.Image); err != nil {
 		return platform.Machine{}, err
 	}
-	port, err := freePort(s.opts.Host)
+	port, err := s.opts.PickPort()
 	if err != nil {
 		return platform.Machine{}, fmt.Errorf("create machine: %w", err)
 	}
