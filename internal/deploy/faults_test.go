@@ -383,3 +383,53 @@ func TestDeployer_Run_LookRestartsOnAFlap(t *testing.T) {
 		}
 	})
 }
+
+// slowRenewals is an agent whose lease renewals answer late: each advances
+// the clock by delay before the agent's answer comes back.
+type slowRenewals struct {
+	*fakeAgent
+	clock *clockwork.FakeClock
+	delay time.Duration
+}
+
+func (a *slowRenewals) RenewLease(ctx context.Context, fleet bool, id string, ttl time.Duration) (agentapi.Lease, error) {
+	a.clock.Advance(a.delay)
+	return a.fakeAgent.RenewLease(ctx, fleet, id, ttl)
+}
+
+// A renewal the agent granted but whose answer came back after the TTL (the
+// deployer or the agent starved of CPU) confirms nothing — nothing may be
+// fenced by it — and loses nothing: the next renewal asks the agent again,
+// and the lease is lost only if the agent no longer holds it.
+func TestLease_ConfirmAnsweredLate(t *testing.T) {
+	clock := clockwork.NewFakeClock()
+	a := &slowRenewals{fakeAgent: newFakeAgent("web-1", "v1", services), clock: clock}
+	l0, err := a.AcquireLease(context.Background(), false, "test", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLease(a, false, "web-1", l0, time.Second, clock.Now(), clock)
+
+	a.delay = 1500 * time.Millisecond
+	err = l.confirm(context.Background())
+	if err == nil || errors.Is(err, ErrLeaseLost) || !transient(err) || !strings.Contains(err.Error(), "longer than its TTL") {
+		t.Fatalf("confirm answered after the TTL = %v; want a transient error saying the answer came too late", err)
+	}
+	a.delay = 10 * time.Millisecond
+	if err := l.confirm(context.Background()); err != nil {
+		t.Fatalf("confirm answered in time after a late one = %v; want the lease confirmed (the agent still holds it)", err)
+	}
+
+	// Late again, and meanwhile the agent let it go (its expiry came).
+	a.delay = 1500 * time.Millisecond
+	if err := l.confirm(context.Background()); err == nil || errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("second late answer = %v; want a transient error", err)
+	}
+	a.mu.Lock()
+	a.lease = ""
+	a.mu.Unlock()
+	a.delay = 10 * time.Millisecond
+	if err := l.confirm(context.Background()); !errors.Is(err, ErrLeaseLost) || !strings.Contains(err.Error(), "no longer holds") {
+		t.Fatalf("confirm after the agent dropped the lease = %v; want ErrLeaseLost", err)
+	}
+}

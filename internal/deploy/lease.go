@@ -52,7 +52,12 @@ func (l *lease) kind() string {
 // preceded by a confirm: this is the fence. The agent is the authority on
 // its lease; this deployer's clock decides alone only when the agent cannot
 // be reached: a lease not renewed for its TTL is then lost, whatever the
-// agent may still think. Errors: ErrLeaseLost (for good), or a transient
+// agent may still think. A renewal the agent granted but whose answer came
+// back after the TTL (a starved deployer or agent) fences nothing and loses
+// nothing: it is a transient error (ErrUnavailable), and the next confirm
+// asks again; the lease is lost when the agent says so (its expiry came and
+// its recovery took the host) or when no renewal at all comes back within
+// the TTL. Errors: ErrLeaseLost (for good), or a transient
 // error of the renewal while the lease may still be live.
 func (l *lease) confirm(ctx context.Context) error {
 	l.mu.Lock()
@@ -79,8 +84,14 @@ func (l *lease) confirm(ctx context.Context) error {
 	case err != nil:
 		return err
 	case !now.Before(sent.Add(l.ttl)):
-		l.lost = fmt.Errorf("%w: renewing %s's %s took %v, longer than its TTL", ErrLeaseLost, l.host, l.kind(), now.Sub(sent).Round(time.Millisecond))
-		return l.lost
+		// The agent renewed it, so it held the lease until at least
+		// sent+TTL; but that is past, and by now its expiry may have come
+		// too: this answer fences nothing. Not lost — the agent, asked
+		// again, says whether it still holds it (ErrNoLease once its
+		// recovery took the host) — but not confirmed either.
+		l.until = sent.Add(l.ttl)
+		return fmt.Errorf("renewing %s's %s took %v, longer than its TTL: the answer is too old to act on; renewing again: %w",
+			l.host, l.kind(), now.Sub(sent).Round(time.Millisecond), ErrUnavailable)
 	}
 	l.until = sent.Add(l.ttl)
 	return nil
