@@ -188,12 +188,16 @@ func (h *testHost) serve(t *testing.T, cfg Config) {
 	h.client = agentapi.NewClient(srv.URL, testToken, nil)
 	t.Cleanup(func() {
 		srv.Close()
+		// The agent's background work ends before the services stop (as
+		// in Shutdown): a watchdog heal or a recovery in flight would
+		// otherwise start one after its stop, to outlive the test (seen:
+		// an api of TestAgent_LeaseSurvivesAgentRestartMidStop, twice).
+		a.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		for _, n := range []string{"api", "gateway"} {
 			_, _ = cfg.Runtime.Stop(ctx, n, 0)
 		}
-		a.Close()
 		_ = cfg.Runtime.Close()
 	})
 }
