@@ -171,13 +171,15 @@ func TestPublishCmd_SecondSignalLeavesARepairableState(t *testing.T) {
 	if s := out.String(); strings.Contains(s, "aborted") && !strings.Contains(s, "mythex publish reconcile") {
 		t.Errorf("an abort that does not say how to repair: %s", s)
 	}
-	if code, o, e := runMythexSplit(t, nil, append([]string{"publish", "reconcile", "--state-dir", dir}, fast...)...); code == exitUnknown {
+	code, o, e := runMythexSplit(t, nil, append([]string{"publish", "reconcile", "--state-dir", dir}, fast...)...)
+	if code == exitUnknown {
 		t.Fatalf("repair: exit %d\n%s\n%s", code, o, e)
 	}
 	v1, _ := findRelease(releaseHistory(t, dir), "v1")
 	ms, err := localClient(t, dir).List(context.Background(), "api")
 	if !v1.Current || err != nil || len(ms) != 1 || ms[0].Release() != "v1" || !answers(ms[0].Address, "v1") {
-		t.Errorf("after the repair: v1 current %v, machines %+v (%v); want v1 serving\n%s", v1.Current, ms, err, out.String())
+		t.Errorf("after the repair: v1 current %v, machines %+v (%v); want v1 serving\npublish:\n%s\nrepair (exit %d):\n%s\n%s",
+			v1.Current, ms, err, out.String(), code, o, e)
 	}
 }
 
