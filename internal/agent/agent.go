@@ -224,9 +224,7 @@ func (a *Agent) resumeLeases() error {
 	}
 	if due != nil {
 		rec := *due
-		if !a.bg.Go(func() { _ = a.hostLease.recoverAndUnlock(rec) }) {
-			_ = a.lock.Unlock()
-		}
+		a.bg.Go(func() { _ = a.hostLease.recoverAndUnlock(rec) }) // New: nothing is closing yet
 	}
 	return nil
 }

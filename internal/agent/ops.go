@@ -64,17 +64,8 @@ func (a *Agent) Drain(ctx context.Context, names []string) error {
 		if _, ok := a.draining[s.Name]; ok {
 			continue
 		}
-		ch := make(chan stopOutcome, 1)
-		a.draining[s.Name] = ch
 		a.log.Info("draining", "service", s.Name, "instance", s.ID)
-		if !a.bg.Go(func() {
-			// The stop outlives the request that asked for it: it runs to the
-			// service's grace period whatever happens to the caller.
-			res, err := a.rt.Stop(context.WithoutCancel(a.ctx), s.Name, runtime.UseSpecGrace)
-			ch <- stopOutcome{res, err}
-		}) {
-			ch <- stopOutcome{err: errClosing}
-		}
+		a.draining[s.Name] = a.stopInBackground(s.Name)
 	}
 	return nil
 }
@@ -86,6 +77,22 @@ func (a *Agent) Stop(ctx context.Context) (agentapi.StopReport, error) {
 	a.opMu.Lock()
 	defer a.opMu.Unlock()
 	return a.stopAll(ctx)
+}
+
+// stopInBackground stops service name within its grace period on the
+// agent's background and returns where its outcome arrives. The stop
+// outlives the request that asked for it: it runs to the service's grace
+// period whatever happens to the caller. Once the agent is closing, the
+// outcome is errClosing at once.
+func (a *Agent) stopInBackground(name string) chan stopOutcome {
+	ch := make(chan stopOutcome, 1)
+	if !a.bg.Go(func() {
+		res, err := a.rt.Stop(context.WithoutCancel(a.ctx), name, runtime.UseSpecGrace)
+		ch <- stopOutcome{res, err}
+	}) {
+		ch <- stopOutcome{err: errClosing}
+	}
+	return ch
 }
 
 func (a *Agent) stopAll(ctx context.Context) (agentapi.StopReport, error) {
@@ -104,14 +111,7 @@ func (a *Agent) stopAll(ctx context.Context) (agentapi.StopReport, error) {
 		if _, ok := pending[s.Name]; ok {
 			continue
 		}
-		ch := make(chan stopOutcome, 1)
-		pending[s.Name] = ch
-		if !a.bg.Go(func() {
-			res, err := a.rt.Stop(context.WithoutCancel(a.ctx), s.Name, runtime.UseSpecGrace)
-			ch <- stopOutcome{res, err}
-		}) {
-			ch <- stopOutcome{err: errClosing}
-		}
+		pending[s.Name] = a.stopInBackground(s.Name)
 	}
 	var rep agentapi.StopReport
 	var errs []error
