@@ -1,10 +1,10 @@
 package e2e
 
 import (
-	"os"
 	"testing"
 
 	"github.com/mythex/mythex/internal/testbin"
+	"github.com/mythex/mythex/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -16,5 +16,5 @@ func TestMain(m *testing.M) {
 	testbin.SetParallel(32)
 	code := m.Run()
 	testbin.Cleanup()
-	os.Exit(code)
+	testkit.Exit(code)
 }

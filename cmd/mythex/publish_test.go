@@ -20,6 +20,7 @@ import (
 	"github.com/mythex/mythex/internal/publish"
 	"github.com/mythex/mythex/internal/termui"
 	"github.com/mythex/mythex/internal/testbin"
+	"github.com/mythex/mythex/internal/testkit"
 	"github.com/mythex/mythex/internal/wire"
 )
 
@@ -30,7 +31,7 @@ func TestMain(m *testing.M) {
 	testbin.SetParallel(16)
 	code := m.Run()
 	testbin.Cleanup()
-	os.Exit(code)
+	testkit.Exit(code)
 }
 
 // localPlatform starts `mythex publish local-platform` on a fresh state dir

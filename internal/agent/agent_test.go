@@ -20,6 +20,7 @@ import (
 	"github.com/mythex/mythex/internal/lbport"
 	"github.com/mythex/mythex/internal/runtime/process"
 	"github.com/mythex/mythex/internal/testbin"
+	"github.com/mythex/mythex/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -35,7 +36,7 @@ func TestMain(m *testing.M) {
 	testbin.SetParallel(8)
 	code := m.Run()
 	testbin.Cleanup()
-	os.Exit(code)
+	testkit.Exit(code)
 }
 
 const testToken = "agent-test-token"

@@ -3,7 +3,6 @@ package publish_test
 import (
 	"context"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"github.com/mythex/mythex/internal/probe"
 	"github.com/mythex/mythex/internal/publish"
 	"github.com/mythex/mythex/internal/testbin"
+	"github.com/mythex/mythex/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 	testbin.SetParallel(16)
 	code := m.Run()
 	testbin.Cleanup()
-	os.Exit(code)
+	testkit.Exit(code)
 }
 
 // machinePort is the local platform's PickPort in these tests: a port

@@ -28,6 +28,7 @@ import (
 	"github.com/mythex/mythex/internal/deployrec"
 	"github.com/mythex/mythex/internal/fleet"
 	"github.com/mythex/mythex/internal/testbin"
+	"github.com/mythex/mythex/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -36,7 +37,7 @@ func TestMain(m *testing.M) {
 	if sharedDir != "" {
 		_ = os.RemoveAll(sharedDir)
 	}
-	os.Exit(code)
+	testkit.Exit(code)
 }
 
 // demoRun is one real, short demo run shared by the browser tests: a

@@ -20,10 +20,14 @@ import (
 const FleetSlotsEnv = "MYTHEX_TEST_FLEETS"
 
 // DefaultFleetSlots is the most end-to-end fleets that run at once across
-// every test process of a checkout: three per CPU and two more (8 on two
-// cores). Past the first one per CPU, a fleet starts only while the machine
-// has CPU to spare (see FleetSlot).
-func DefaultFleetSlots() int { return 3*runtime.NumCPU() + 2 }
+// every test process of a checkout: two per CPU (4 on two cores). Past the
+// first one per CPU, a fleet starts only while the machine has CPU to spare
+// (see FleetSlot). A fleet with its load uses about 0.4 of a CPU over its
+// life (an LB and prober in the test process, built with -race, its agents
+// and services), more while it deploys: with two cores, three per CPU and
+// two more let seven fleets of two test processes run at once in a cold
+// run, beside go test's links, and a fleet's 400 ms health checks timed out.
+func DefaultFleetSlots() int { return 2 * runtime.NumCPU() }
 
 // fleetSlotPoll is how often FleetSlot looks whether a slot is free.
 const fleetSlotPoll = 50 * time.Millisecond

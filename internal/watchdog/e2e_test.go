@@ -17,6 +17,7 @@ import (
 	"github.com/mythex/mythex/internal/runtime"
 	"github.com/mythex/mythex/internal/runtime/process"
 	"github.com/mythex/mythex/internal/testbin"
+	"github.com/mythex/mythex/internal/testkit"
 )
 
 // These tests run the real sample app under the real process runtime, with a
@@ -25,7 +26,7 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	testbin.Cleanup()
-	os.Exit(code)
+	testkit.Exit(code)
 }
 
 // realHost is one host: a state directory with a definition store, the

@@ -24,13 +24,14 @@ import (
 	"github.com/mythex/mythex/internal/platform"
 	"github.com/mythex/mythex/internal/publish"
 	"github.com/mythex/mythex/internal/testbin"
+	"github.com/mythex/mythex/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	cleanupImages()
 	testbin.Cleanup()
-	os.Exit(code)
+	testkit.Exit(code)
 }
 
 var (

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"testing"
 	"time"
 
@@ -13,12 +12,13 @@ import (
 	"github.com/mythex/mythex/internal/platform/fly"
 	"github.com/mythex/mythex/internal/platform/local"
 	"github.com/mythex/mythex/internal/testbin"
+	"github.com/mythex/mythex/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	testbin.Cleanup()
-	os.Exit(code)
+	testkit.Exit(code)
 }
 
 // TestHandler_ServesLocalPlatform runs the fly Client against the Handler

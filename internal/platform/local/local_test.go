@@ -13,12 +13,13 @@ import (
 
 	"github.com/mythex/mythex/internal/platform"
 	"github.com/mythex/mythex/internal/testbin"
+	"github.com/mythex/mythex/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	testbin.Cleanup()
-	os.Exit(code)
+	testkit.Exit(code)
 }
 
 // testApp builds testdata/testapp once.

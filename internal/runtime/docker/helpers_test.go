@@ -8,7 +8,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -25,6 +24,7 @@ import (
 	"github.com/mythex/mythex/internal/freeport"
 	"github.com/mythex/mythex/internal/runtime"
 	"github.com/mythex/mythex/internal/testbin"
+	"github.com/mythex/mythex/internal/testkit"
 )
 
 // Every container, network and image these tests create carries
@@ -71,7 +71,7 @@ func TestMain(m *testing.M) {
 		engCli.Close()
 	}
 	testbin.Cleanup()
-	os.Exit(code)
+	testkit.Exit(code)
 }
 
 func randomHex(n int) string {

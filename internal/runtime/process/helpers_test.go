@@ -17,20 +17,21 @@ import (
 	"github.com/mythex/mythex/internal/freeport"
 	"github.com/mythex/mythex/internal/runtime"
 	"github.com/mythex/mythex/internal/testbin"
+	"github.com/mythex/mythex/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case childArg:
-			os.Exit(childMain(os.Args[2:]))
+			testkit.Exit(childMain(os.Args[2:]))
 		case checkArg:
-			os.Exit(checkMain())
+			testkit.Exit(checkMain())
 		}
 	}
 	code := m.Run()
 	testbin.Cleanup()
-	os.Exit(code)
+	testkit.Exit(code)
 }
 
 // deadline bounds every wait for a condition: generous, since the machine is

@@ -1,0 +1,9 @@
+package target
+
+import (
+	"testing"
+
+	"github.com/mythex/mythex/internal/testkit"
+)
+
+func TestMain(m *testing.M) { testkit.Main(m) }
