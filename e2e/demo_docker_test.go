@@ -23,7 +23,7 @@ func TestDemo_DockerRuntimeDropsNothing(t *testing.T) {
 	t.Parallel()
 	bin := mythexBin(t)
 	testbin.Exclusive(t, testbin.DockerStartsLock) // not beside the deployer-kill cases
-	testbin.FleetSlot(t)                           // after the Exclusive lock, never before
+	testbin.FleetSlotFirst(t)                      // after the Exclusive lock, never before; the longest fleet
 	if cli, err := docker.Connect(context.Background(), ""); err != nil {
 		t.Skipf("docker: %v", err)
 	} else {

@@ -67,8 +67,8 @@ func TestHAProxy_FailingReleaseRolledBack(t *testing.T) {
 // checks, seeing web-1's flipped health endpoint, that take it out before its
 // serve period ends; the deploy then sets it ready and carries on.
 func TestHAProxy_ReloadMidDeploy(t *testing.T) {
-	t.Parallel() // its own fleet: processes, ports and directories
-	testbin.FleetSlot(t)
+	t.Parallel()              // its own fleet: processes, ports and directories
+	testbin.FleetSlotFirst(t) // at a wider scale: among the longest fleets
 	needHAProxy(t)
 	// A wider scale than the other tests: the reload itself takes time out
 	// of the serve period on a loaded machine.

@@ -116,8 +116,8 @@ func TestDeployerKilledInEachPhase(t *testing.T) {
 	}
 	for name, cases := range groups {
 		t.Run(name, func(t *testing.T) {
-			t.Parallel() // each group owns its fleet: ports, dirs, processes
-			testbin.FleetSlot(t)
+			t.Parallel()              // each group owns its fleet: ports, dirs, processes
+			testbin.FleetSlotFirst(t) // three cases in turn: among the longest fleets
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
 			f := faultFleet(t, ctx, bin, 3)

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,6 +61,22 @@ const fleetSlotPoll = 50 * time.Millisecond
 // cannot be opened fails t; an unparsable FleetSlotsEnv fails t naming it.
 func FleetSlot(t testing.TB) {
 	t.Helper()
+	fleetSlot(t, false)
+}
+
+// FleetSlotFirst is FleetSlot for the longest tests (40 s and more of one
+// fleet, or one that must run alone): while one of them waits, the
+// FleetSlot callers of the same test process wait behind it. The package's
+// end is the end of its last fleet, so a long fleet that starts last
+// stretches it by its own length while the CPUs idle beside it; started
+// first, the short ones fill in around it.
+func FleetSlotFirst(t testing.TB) {
+	t.Helper()
+	fleetSlot(t, true)
+}
+
+func fleetSlot(t testing.TB, first bool) {
+	t.Helper()
 	n, err := fleetSlots(os.Getenv(FleetSlotsEnv))
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +86,7 @@ func FleetSlot(t testing.TB) {
 		t.Fatal(err)
 	}
 	begin := time.Now()
-	l, err := takeSlot(dir, n, t.Name(), fleetSlotPoll, processAdmission())
+	l, err := takeSlot(dir, n, t.Name(), fleetSlotPoll, processAdmission(), first)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,10 +112,23 @@ func fleetSlots(v string) (int, error) {
 // are tried only when adm admits one more fleet now. One caller per process
 // polls at a time (pollMu), the others queue behind it: a process with
 // twenty waiting tests gets a freed slot no more often than one with one.
-func takeSlot(dir string, n int, holder string, poll time.Duration, adm *admission) (*flocks.Lock, error) {
+// A first caller goes ahead of the others: while one waits, the poller of
+// the others hands pollMu over at its next poll and stands back.
+func takeSlot(dir string, n int, holder string, poll time.Duration, adm *admission, first bool) (*flocks.Lock, error) {
+	if first {
+		firstWaiting.Add(1)
+		defer firstWaiting.Add(-1)
+	}
 	pollMu.Lock()
 	defer pollMu.Unlock()
 	for {
+		if !first && firstWaiting.Load() > 0 {
+			stoodBack.Add(1)
+			pollMu.Unlock()
+			time.Sleep(poll) // a first caller of this process polls meanwhile
+			pollMu.Lock()
+			continue
+		}
 		for i := range n {
 			spare := i >= adm.floor
 			if spare && !adm.mayStart() {
@@ -120,8 +150,15 @@ func takeSlot(dir string, n int, holder string, poll time.Duration, adm *admissi
 	}
 }
 
-// pollMu lets one takeSlot of this process poll at a time.
-var pollMu sync.Mutex
+var (
+	// pollMu lets one takeSlot of this process poll at a time.
+	pollMu sync.Mutex
+	// firstWaiting counts the first callers of takeSlot waiting now.
+	firstWaiting atomic.Int32
+	// stoodBack counts the polls other callers left to a first one (tests
+	// wait on it).
+	stoodBack atomic.Int64
+)
 
 // admission decides whether one more fleet than floor may start now: when,
 // over the sampler's window, the CPUs were at least minIdle idle and tasks

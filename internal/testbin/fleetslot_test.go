@@ -40,11 +40,11 @@ var always = &admission{floor: 1 << 30}
 // that is given back — the only one it could have taken.
 func TestTakeSlot(t *testing.T) {
 	dir := t.TempDir()
-	a, err := takeSlot(dir, 2, "a", time.Millisecond, always)
+	a, err := takeSlot(dir, 2, "a", time.Millisecond, always, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := takeSlot(dir, 2, "b", time.Millisecond, always)
+	b, err := takeSlot(dir, 2, "b", time.Millisecond, always, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestTakeSlot(t *testing.T) {
 	}
 	got := make(chan string, 1)
 	go func() {
-		c, err := takeSlot(dir, 2, "c", time.Millisecond, always)
+		c, err := takeSlot(dir, 2, "c", time.Millisecond, always, false)
 		if err != nil {
 			got <- "error: " + err.Error()
 			return
@@ -71,10 +71,54 @@ func TestTakeSlot(t *testing.T) {
 	_ = a.Unlock()
 }
 
+// TestTakeSlot_FirstGoesAhead: with the one slot held and a taker waiting,
+// a first taker that comes later gets the slot when it is given back, and
+// the earlier taker gets it only after that.
+func TestTakeSlot_FirstGoesAhead(t *testing.T) {
+	dir := t.TempDir()
+	a, err := takeSlot(dir, 1, "a", time.Millisecond, always, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	order := make(chan string, 2)
+	take := func(name string, first bool) {
+		l, err := takeSlot(dir, 1, name, time.Millisecond, always, first)
+		if err != nil {
+			order <- "error: " + err.Error()
+			return
+		}
+		order <- name
+		_ = l.Unlock()
+	}
+	go take("plain", false)
+	// Wait until the plain taker polls (holds pollMu), then start the first.
+	for deadline := time.Now().Add(10 * time.Second); pollMu.TryLock(); time.Sleep(time.Millisecond) {
+		pollMu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatal("the plain taker never started polling")
+		}
+	}
+	before := stoodBack.Load()
+	go take("first", true)
+	// Wait until the plain taker has stood back for the first one at least
+	// once: from then on it does not try the slot while the first waits.
+	for deadline := time.Now().Add(10 * time.Second); stoodBack.Load() == before; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the plain taker never stood back for the first one")
+		}
+	}
+	if err := a.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if got := []string{<-order, <-order}; got[0] != "first" || got[1] != "plain" {
+		t.Fatalf("slots went to %v, want [first plain]", got)
+	}
+}
+
 // TestTakeSlot_UnwritableDir: a slot that cannot be opened is an error, not
 // a wait.
 func TestTakeSlot_UnwritableDir(t *testing.T) {
-	if _, err := takeSlot("/nonexistent/dir", 1, "x", time.Millisecond, always); err == nil {
+	if _, err := takeSlot("/nonexistent/dir", 1, "x", time.Millisecond, always, false); err == nil {
 		t.Fatal("takeSlot in a missing directory succeeded")
 	}
 }
@@ -89,13 +133,13 @@ func TestTakeSlot_SpareSlotsNeedIdleCPU(t *testing.T) {
 		once.Do(func() { close(asked) })
 		return cpuLoad{idle: 0.1}, true, true // busy
 	}}
-	first, err := takeSlot(dir, 3, "first", time.Millisecond, adm)
+	first, err := takeSlot(dir, 3, "first", time.Millisecond, adm, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan string, 1)
 	go func() {
-		l, err := takeSlot(dir, 3, "second", time.Millisecond, adm)
+		l, err := takeSlot(dir, 3, "second", time.Millisecond, adm, false)
 		if err != nil {
 			got <- "error: " + err.Error()
 			return
