@@ -22,8 +22,8 @@ import (
 // writes the HTML report; the deploy's recording is kept on its hosts, and
 // history --report draws the same report from it.
 func TestDeploy_MeasureReport(t *testing.T) {
-	t.Parallel() // its own processes, ports and directories
-	testbin.FleetSlot(t)
+	t.Parallel()              // its own processes, ports and directories
+	testbin.FleetSlotFirst(t) // ahead of e2e's: while it waits, cmd/mythex holds one of go test's two slots idle
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	f, dir := startSuiteFleet(ctx, t, 2)

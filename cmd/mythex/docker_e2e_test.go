@@ -334,8 +334,8 @@ func (l *load) end() {
 // crashes on boot: the first host is rolled back — v2's own container started
 // again, not recreated — the rollout stops, and still nothing is dropped.
 func TestDockerDeploy(t *testing.T) {
-	t.Parallel() // its own processes, ports, containers and images (by run ID)
-	testbin.FleetSlot(t)
+	t.Parallel()              // its own processes, ports, containers and images (by run ID)
+	testbin.FleetSlotFirst(t) // ahead of e2e's: while it waits, cmd/mythex holds one of go test's two slots idle
 	f := newDockerFleet(t)
 	if code, out := f.deploy("v1"); code != 0 {
 		t.Fatalf("deploy v1: exit %d\n%s", code, out)

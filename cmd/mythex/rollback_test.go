@@ -19,8 +19,8 @@ import (
 // back to v1 through the rolling deploy, records v1 as last good, and is in
 // every host's history as a rollback.
 func TestRollbackCmd(t *testing.T) {
-	t.Parallel() // its own fleet; the commands run as processes of their own
-	testbin.FleetSlot(t)
+	t.Parallel()              // its own fleet; the commands run as processes of their own
+	testbin.FleetSlotFirst(t) // ahead of e2e's: while it waits, cmd/mythex holds one of go test's two slots idle
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	f, _ := startSuiteFleet(ctx, t, 2)

@@ -64,12 +64,14 @@ func FleetSlot(t testing.TB) {
 	fleetSlot(t, false)
 }
 
-// FleetSlotFirst is FleetSlot for the longest tests (40 s and more of one
-// fleet, or one that must run alone): while one of them waits, the
-// FleetSlot callers of the same test process wait behind it. The package's
-// end is the end of its last fleet, so a long fleet that starts last
-// stretches it by its own length while the CPUs idle beside it; started
-// first, the short ones fill in around it.
+// FleetSlotFirst is FleetSlot for the tests that should not wait behind the
+// others: while one of them waits, the FleetSlot callers of every test
+// process of the checkout wait behind it. Two kinds: the longest fleets (40 s
+// and more), because a package ends with its last fleet, and one that starts
+// last stretches it by its own length while the CPUs idle beside it; and the
+// few fleets of a package whose other tests are short (cmd/mythex), because
+// go test runs two packages' binaries at a time, and one that waits for a
+// slot holds one of those two idle.
 func FleetSlotFirst(t testing.TB) {
 	t.Helper()
 	fleetSlot(t, true)
@@ -112,20 +114,26 @@ func fleetSlots(v string) (int, error) {
 // are tried only when adm admits one more fleet now. One caller per process
 // polls at a time (pollMu), the others queue behind it: a process with
 // twenty waiting tests gets a freed slot no more often than one with one.
-// A first caller goes ahead of the others: while one waits, the poller of
-// the others hands pollMu over at its next poll and stands back.
+// A first caller goes ahead of the others, of every test process of the
+// checkout: while one waits (firstwait.go's marker), the others stand back,
+// and in its own process the poller of the others hands pollMu over.
 func takeSlot(dir string, n int, holder string, poll time.Duration, adm *admission, first bool) (*flocks.Lock, error) {
 	if first {
 		firstWaiting.Add(1)
 		defer firstWaiting.Add(-1)
+		unmark, err := markFirstWaiting(dir)
+		if err != nil {
+			return nil, err
+		}
+		defer unmark()
 	}
 	pollMu.Lock()
 	defer pollMu.Unlock()
 	for {
-		if !first && firstWaiting.Load() > 0 {
+		if !first && (firstWaiting.Load() > 0 || firstWaiterElsewhere(dir)) {
 			stoodBack.Add(1)
 			pollMu.Unlock()
-			time.Sleep(poll) // a first caller of this process polls meanwhile
+			time.Sleep(poll) // a first caller polls meanwhile
 			pollMu.Lock()
 			continue
 		}

@@ -2,10 +2,13 @@ package testbin
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mythex/mythex/internal/flocks"
 )
 
 func TestFleetSlots(t *testing.T) {
@@ -312,5 +315,79 @@ func TestCPUSampler(t *testing.T) {
 	failing := &cpuSampler{read: func() (cpuTimes, error) { return cpuTimes{}, os.ErrNotExist }, now: time.Now, window: time.Second}
 	if _, _, known := failing.load(); known {
 		t.Fatal("load known from a reader that fails")
+	}
+}
+
+// TestTakeSlot_FirstOfAnotherProcessGoesAhead: a first waiter's marker
+// (as another test process leaves it) holds back a plain taker of this
+// one, which takes a slot again once the marker is gone.
+func TestTakeSlot_FirstOfAnotherProcessGoesAhead(t *testing.T) {
+	dir := t.TempDir()
+	a, err := takeSlot(dir, 1, "a", time.Millisecond, always, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unmark, err := markFirstWaiting(dir) // the other process's waiter
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := stoodBack.Load()
+	got := make(chan string, 1)
+	go func() {
+		l, err := takeSlot(dir, 1, "plain", time.Millisecond, always, false)
+		if err != nil {
+			got <- "error: " + err.Error()
+			return
+		}
+		got <- "plain"
+		_ = l.Unlock()
+	}()
+	for deadline := time.Now().Add(10 * time.Second); stoodBack.Load() == before; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the plain taker never stood back for the other process's first waiter")
+		}
+	}
+	if err := a.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	// The slot is free and the plain taker stands back: the other
+	// process's waiter (here, this test) takes it.
+	other := flocks.New(filepath.Join(dir, "fleet-slot-0.lock"), "slot")
+	for deadline := time.Now().Add(10 * time.Second); other.TryLock("other") != nil; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the freed slot was not free for the first waiter")
+		}
+	}
+	unmark()
+	_ = other.Unlock()
+	if g := <-got; g != "plain" {
+		t.Fatalf("after the first waiter, the plain taker got %q", g)
+	}
+}
+
+// TestFirstWaiterElsewhere_StaleMarker: a marker nobody holds (its waiter
+// died) holds back no one and is removed.
+func TestFirstWaiterElsewhere_StaleMarker(t *testing.T) {
+	dir := t.TempDir()
+	stale := filepath.Join(dir, "123-1"+firstWaitSuffix)
+	if err := os.WriteFile(stale, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if firstWaiterElsewhere(dir) {
+		t.Fatal("a stale marker counts as a waiter")
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Fatalf("the stale marker is still there: %v", err)
+	}
+	unmark, err := markFirstWaiting(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !firstWaiterElsewhere(dir) {
+		t.Fatal("a live marker does not count as a waiter")
+	}
+	unmark()
+	if firstWaiterElsewhere(dir) {
+		t.Fatal("a removed marker still counts")
 	}
 }
