@@ -39,6 +39,32 @@ func TestFleetSlots(t *testing.T) {
 // always admits every slot: only the count bounds the fleets.
 var always = &admission{floor: 1 << 30}
 
+// takeInBackground takes a slot as holder on a goroutine and sends, once it
+// has it, the slot's path (or the error), then gives the slot back.
+func takeInBackground(dir string, n int, holder string, adm *admission, first bool, got chan<- string) {
+	go func() {
+		l, err := takeSlot(dir, n, holder, time.Millisecond, adm, first)
+		if err != nil {
+			got <- "error: " + err.Error()
+			return
+		}
+		got <- holder + " " + l.Path()
+		_ = l.Unlock()
+	}()
+}
+
+// waitStoodBack waits until a plain taker has stood back for a first one
+// since stoodBack read before: from then on it does not try a slot while
+// that first one waits.
+func waitStoodBack(t *testing.T, before int64) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); stoodBack.Load() == before; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the plain taker never stood back for the first one")
+		}
+	}
+}
+
 // TestTakeSlot: with every slot held, a taker waits, and it gets the slot
 // that is given back — the only one it could have taken.
 func TestTakeSlot(t *testing.T) {
@@ -55,16 +81,8 @@ func TestTakeSlot(t *testing.T) {
 		t.Fatalf("two holders of one slot: %s", a.Path())
 	}
 	got := make(chan string, 1)
-	go func() {
-		c, err := takeSlot(dir, 2, "c", time.Millisecond, always, false)
-		if err != nil {
-			got <- "error: " + err.Error()
-			return
-		}
-		got <- c.Path()
-		_ = c.Unlock()
-	}()
-	freed := b.Path()
+	takeInBackground(dir, 2, "c", always, false, got)
+	freed := "c " + b.Path()
 	if err := b.Unlock(); err != nil {
 		t.Fatal(err)
 	}
@@ -84,16 +102,7 @@ func TestTakeSlot_FirstGoesAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	order := make(chan string, 2)
-	take := func(name string, first bool) {
-		l, err := takeSlot(dir, 1, name, time.Millisecond, always, first)
-		if err != nil {
-			order <- "error: " + err.Error()
-			return
-		}
-		order <- name
-		_ = l.Unlock()
-	}
-	go take("plain", false)
+	takeInBackground(dir, 1, "plain", always, false, order)
 	// Wait until the plain taker polls (holds pollMu), then start the first.
 	for deadline := time.Now().Add(10 * time.Second); pollMu.TryLock(); time.Sleep(time.Millisecond) {
 		pollMu.Unlock()
@@ -102,18 +111,13 @@ func TestTakeSlot_FirstGoesAhead(t *testing.T) {
 		}
 	}
 	before := stoodBack.Load()
-	go take("first", true)
-	// Wait until the plain taker has stood back for the first one at least
-	// once: from then on it does not try the slot while the first waits.
-	for deadline := time.Now().Add(10 * time.Second); stoodBack.Load() == before; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the plain taker never stood back for the first one")
-		}
-	}
+	takeInBackground(dir, 1, "first", always, true, order)
+	waitStoodBack(t, before)
 	if err := a.Unlock(); err != nil {
 		t.Fatal(err)
 	}
-	if got := []string{<-order, <-order}; got[0] != "first" || got[1] != "plain" {
+	slot := " " + a.Path()
+	if got := []string{<-order, <-order}; got[0] != "first"+slot || got[1] != "plain"+slot {
 		t.Fatalf("slots went to %v, want [first plain]", got)
 	}
 }
@@ -141,21 +145,14 @@ func TestTakeSlot_SpareSlotsNeedIdleCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := make(chan string, 1)
-	go func() {
-		l, err := takeSlot(dir, 3, "second", time.Millisecond, adm, false)
-		if err != nil {
-			got <- "error: " + err.Error()
-			return
-		}
-		got <- l.Path()
-	}()
+	takeInBackground(dir, 3, "second", adm, false, got)
 	select {
 	case p := <-got:
 		t.Fatalf("with the CPU busy and the floor's slot held, the taker got %q", p)
 	case <-asked: // it found the floor's slot held and the CPU busy
 	}
 	// When the floor's slot is given back it takes that one.
-	freed := first.Path()
+	freed := "second " + first.Path()
 	if err := first.Unlock(); err != nil {
 		t.Fatal(err)
 	}
@@ -333,20 +330,8 @@ func TestTakeSlot_FirstOfAnotherProcessGoesAhead(t *testing.T) {
 	}
 	before := stoodBack.Load()
 	got := make(chan string, 1)
-	go func() {
-		l, err := takeSlot(dir, 1, "plain", time.Millisecond, always, false)
-		if err != nil {
-			got <- "error: " + err.Error()
-			return
-		}
-		got <- "plain"
-		_ = l.Unlock()
-	}()
-	for deadline := time.Now().Add(10 * time.Second); stoodBack.Load() == before; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the plain taker never stood back for the other process's first waiter")
-		}
-	}
+	takeInBackground(dir, 1, "plain", always, false, got)
+	waitStoodBack(t, before)
 	if err := a.Unlock(); err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +345,7 @@ func TestTakeSlot_FirstOfAnotherProcessGoesAhead(t *testing.T) {
 	}
 	unmark()
 	_ = other.Unlock()
-	if g := <-got; g != "plain" {
+	if g := <-got; g != "plain "+other.Path() {
 		t.Fatalf("after the first waiter, the plain taker got %q", g)
 	}
 }
