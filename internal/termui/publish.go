@@ -221,7 +221,11 @@ func WriteReconcileText(w io.Writer, checks []publish.Check) {
 		if c.Verdict != nil {
 			line += fmt.Sprintf(" (verdict %s)", c.Verdict.Status)
 		}
-		if c.Rollback != nil && c.Rollback.To != "" {
+		switch {
+		case c.Rollback == nil || c.Rollback.To == "":
+		case c.Rollback.Error != "":
+			line += fmt.Sprintf(", the rollback to %s did not complete in %s: %s", c.Rollback.To, c.Rollback.Took.Round(time.Millisecond), c.Rollback.Error)
+		default:
 			line += fmt.Sprintf(", restored %s in %s", c.Rollback.To, c.Rollback.Took.Round(time.Millisecond))
 		}
 		fmt.Fprintln(w, line)

@@ -92,13 +92,23 @@ func (h *handler) lease(w http.ResponseWriter, r *http.Request) {
 	if h.leases == nil {
 		h.leases = map[string]heldLease{}
 	}
-	if l, ok := h.leases[key]; ok && time.Now().Before(l.until) && r.Header.Get(NonceHeader) != l.nonce {
+	l, ok := h.leases[key]
+	live := ok && time.Now().Before(l.until)
+	switch {
+	case live && r.Header.Get(NonceHeader) != l.nonce:
 		writeJSON(w, http.StatusConflict, apiError{Error: "lease currently held by another client"})
 		return
+	case live:
+		// A refresh by the holder extends the lease and keeps its nonce,
+		// as Fly's does (flyctl refreshes and goes on with the nonce it
+		// had): a holder whose refresh answer was lost can still write
+		// and release.
+		l.until = time.Now().Add(time.Duration(ttl) * time.Second)
+	default:
+		b := make([]byte, 8)
+		_, _ = rand.Read(b)
+		l = heldLease{nonce: hex.EncodeToString(b), until: time.Now().Add(time.Duration(ttl) * time.Second)}
 	}
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	l := heldLease{nonce: hex.EncodeToString(b), until: time.Now().Add(time.Duration(ttl) * time.Second)}
 	h.leases[key] = l
 	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "data": map[string]any{"nonce": l.nonce, "expires_at": l.until.Unix(), "owner": "mythex"}})
 }

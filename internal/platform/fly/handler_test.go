@@ -2,6 +2,7 @@ package fly_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -114,5 +115,67 @@ func waitHealthy(t *testing.T, addr string) {
 			t.Fatalf("%s never answered: %v", addr, err)
 		}
 		time.Sleep(30 * time.Millisecond)
+	}
+}
+
+// TestHandler_LeaseRefreshKeepsTheNonce: the holder's refresh extends its
+// lease under the same nonce, as Fly's does, so a holder whose refresh
+// answer was lost (a publish cut off by a second signal) can still release
+// it; anyone else is refused until then.
+func TestHandler_LeaseRefreshKeepsTheNonce(t *testing.T) {
+	t.Parallel()
+	app, err := testbin.Build("../local/testdata/testapp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup, err := local.New(local.Options{StateDir: t.TempDir(), StopTimeout: 2 * time.Second, RestartDelay: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sup.Close()
+	srv := httptest.NewServer(fly.NewHandler(sup, "tok"))
+	defer srv.Close()
+	m, err := sup.Create(context.Background(), "api", platform.Config{Image: app})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease := func(method, nonce string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, srv.URL+"/v1/apps/api/machines/"+m.ID+"/lease?ttl=60", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer tok")
+		if nonce != "" {
+			req.Header.Set(fly.NonceHeader, nonce)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body struct {
+			Data struct {
+				Nonce string `json:"nonce"`
+			} `json:"data"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, body.Data.Nonce
+	}
+	code, nonce := lease(http.MethodPost, "")
+	if code != http.StatusOK || nonce == "" {
+		t.Fatalf("acquire: %d, nonce %q", code, nonce)
+	}
+	if code, again := lease(http.MethodPost, nonce); code != http.StatusOK || again != nonce {
+		t.Fatalf("refresh by the holder: %d, nonce %q, want 200 and %q", code, again, nonce)
+	}
+	if code, _ := lease(http.MethodPost, ""); code != http.StatusConflict {
+		t.Fatalf("acquire by another client while held: %d, want 409", code)
+	}
+	if code, _ := lease(http.MethodDelete, nonce); code != http.StatusOK {
+		t.Fatalf("release with the nonce the holder had before its refresh: %d, want 200", code)
+	}
+	if code, _ := lease(http.MethodPost, ""); code != http.StatusOK {
+		t.Fatalf("acquire after the release: %d, want 200", code)
 	}
 }
