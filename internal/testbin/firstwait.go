@@ -27,8 +27,11 @@ func markFirstWaiting(dir string) (func(), error) {
 	tmp := filepath.Join(dir, "."+name+".tmp")
 	l := flock.New(tmp)
 	ok, err := l.TryLock()
-	if err != nil || !ok {
-		return nil, fmt.Errorf("fleet slot: mark a first waiter: %v", err)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("fleet slot: mark a first waiter: %w", err)
+	case !ok:
+		return nil, fmt.Errorf("fleet slot: mark a first waiter: %s is locked by another process", tmp)
 	}
 	path := filepath.Join(dir, name+firstWaitSuffix)
 	if err := os.Rename(tmp, path); err != nil {
@@ -42,10 +45,10 @@ func markFirstWaiting(dir string) (func(), error) {
 	}, nil
 }
 
-// firstWaiterElsewhere reports whether a first caller of any test process
-// of the checkout (this one included) waits for a slot in dir. A marker
+// firstWaiterAnywhere reports whether a first caller of any test process
+// of the checkout, this one included, waits for a slot in dir. A marker
 // whose lock can be taken belongs to a waiter that is gone: it is removed.
-func firstWaiterElsewhere(dir string) bool {
+func firstWaiterAnywhere(dir string) bool {
 	paths, _ := filepath.Glob(filepath.Join(dir, "*"+firstWaitSuffix))
 	for _, p := range paths {
 		l := flock.New(p)

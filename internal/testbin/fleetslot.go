@@ -130,7 +130,7 @@ func takeSlot(dir string, n int, holder string, poll time.Duration, adm *admissi
 	pollMu.Lock()
 	defer pollMu.Unlock()
 	for {
-		if !first && (firstWaiting.Load() > 0 || firstWaiterElsewhere(dir)) {
+		if !first && (firstWaiting.Load() > 0 || firstWaiterAnywhere(dir)) {
 			stoodBack.Add(1)
 			pollMu.Unlock()
 			time.Sleep(poll) // a first caller polls meanwhile

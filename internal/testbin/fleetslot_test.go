@@ -358,7 +358,7 @@ func TestFirstWaiterElsewhere_StaleMarker(t *testing.T) {
 	if err := os.WriteFile(stale, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if firstWaiterElsewhere(dir) {
+	if firstWaiterAnywhere(dir) {
 		t.Fatal("a stale marker counts as a waiter")
 	}
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
@@ -368,11 +368,11 @@ func TestFirstWaiterElsewhere_StaleMarker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !firstWaiterElsewhere(dir) {
+	if !firstWaiterAnywhere(dir) {
 		t.Fatal("a live marker does not count as a waiter")
 	}
 	unmark()
-	if firstWaiterElsewhere(dir) {
+	if firstWaiterAnywhere(dir) {
 		t.Fatal("a removed marker still counts")
 	}
 }
