@@ -22,22 +22,30 @@ func TestMain(m *testing.M) {
 	testkit.Exit(code)
 }
 
+// servedLocal builds the test app and serves a local supervisor through the
+// Handler (token "tok"); both stop when t ends.
+func servedLocal(t *testing.T) (app string, sup *local.Supervisor, srv *httptest.Server) {
+	t.Helper()
+	app, err := testbin.Build("../local/testdata/testapp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup, err = local.New(local.Options{StateDir: t.TempDir(), StopTimeout: 2 * time.Second, RestartDelay: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sup.Close() })
+	srv = httptest.NewServer(fly.NewHandler(sup, "tok"))
+	t.Cleanup(srv.Close)
+	return app, sup, srv
+}
+
 // TestHandler_ServesLocalPlatform runs the fly Client against the Handler
 // serving the local supervisor: the local platform's daemon path, with real
 // processes.
 func TestHandler_ServesLocalPlatform(t *testing.T) {
 	t.Parallel()
-	app, err := testbin.Build("../local/testdata/testapp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sup, err := local.New(local.Options{StateDir: t.TempDir(), StopTimeout: 2 * time.Second, RestartDelay: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sup.Close()
-	srv := httptest.NewServer(fly.NewHandler(sup, "tok"))
-	defer srv.Close()
+	app, _, srv := servedLocal(t)
 	c, err := fly.New(fly.Options{BaseURL: srv.URL, Token: "tok", PrivateAddresses: true, Name: "local"})
 	if err != nil {
 		t.Fatal(err)
@@ -124,17 +132,7 @@ func waitHealthy(t *testing.T, addr string) {
 // it; anyone else is refused until then.
 func TestHandler_LeaseRefreshKeepsTheNonce(t *testing.T) {
 	t.Parallel()
-	app, err := testbin.Build("../local/testdata/testapp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sup, err := local.New(local.Options{StateDir: t.TempDir(), StopTimeout: 2 * time.Second, RestartDelay: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sup.Close()
-	srv := httptest.NewServer(fly.NewHandler(sup, "tok"))
-	defer srv.Close()
+	app, sup, srv := servedLocal(t)
 	m, err := sup.Create(context.Background(), "api", platform.Config{Image: app})
 	if err != nil {
 		t.Fatal(err)
