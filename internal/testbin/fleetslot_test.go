@@ -350,9 +350,9 @@ func TestTakeSlot_FirstOfAnotherProcessGoesAhead(t *testing.T) {
 	}
 }
 
-// TestFirstWaiterElsewhere_StaleMarker: a marker nobody holds (its waiter
+// TestFirstWaiterAnywhere_StaleMarker: a marker nobody holds (its waiter
 // died) holds back no one and is removed.
-func TestFirstWaiterElsewhere_StaleMarker(t *testing.T) {
+func TestFirstWaiterAnywhere_StaleMarker(t *testing.T) {
 	dir := t.TempDir()
 	stale := filepath.Join(dir, "123-1"+firstWaitSuffix)
 	if err := os.WriteFile(stale, nil, 0o644); err != nil {
