@@ -115,12 +115,10 @@ func fleetSlots(v string) (int, error) {
 // polls at a time (pollMu), the others queue behind it: a process with
 // twenty waiting tests gets a freed slot no more often than one with one.
 // A first caller goes ahead of the others, of every test process of the
-// checkout: while one waits (firstwait.go's marker), the others stand back,
-// and in its own process the poller of the others hands pollMu over.
+// checkout, this one included: while one waits (firstwait.go's marker), the
+// others stand back, handing pollMu over between their polls.
 func takeSlot(dir string, n int, holder string, poll time.Duration, adm *admission, first bool) (*flocks.Lock, error) {
 	if first {
-		firstWaiting.Add(1)
-		defer firstWaiting.Add(-1)
 		unmark, err := markFirstWaiting(dir)
 		if err != nil {
 			return nil, err
@@ -130,7 +128,7 @@ func takeSlot(dir string, n int, holder string, poll time.Duration, adm *admissi
 	pollMu.Lock()
 	defer pollMu.Unlock()
 	for {
-		if !first && (firstWaiting.Load() > 0 || firstWaiterAnywhere(dir)) {
+		if !first && firstWaiterAnywhere(dir) {
 			stoodBack.Add(1)
 			pollMu.Unlock()
 			time.Sleep(poll) // a first caller polls meanwhile
@@ -161,8 +159,6 @@ func takeSlot(dir string, n int, holder string, poll time.Duration, adm *admissi
 var (
 	// pollMu lets one takeSlot of this process poll at a time.
 	pollMu sync.Mutex
-	// firstWaiting counts the first callers of takeSlot waiting now.
-	firstWaiting atomic.Int32
 	// stoodBack counts the polls other callers left to a first one (tests
 	// wait on it).
 	stoodBack atomic.Int64

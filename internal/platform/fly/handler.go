@@ -92,8 +92,10 @@ func (h *handler) lease(w http.ResponseWriter, r *http.Request) {
 	if h.leases == nil {
 		h.leases = map[string]heldLease{}
 	}
+	now := time.Now()
+	until := now.Add(time.Duration(ttl) * time.Second)
 	l, ok := h.leases[key]
-	live := ok && time.Now().Before(l.until)
+	live := ok && now.Before(l.until)
 	switch {
 	case live && r.Header.Get(NonceHeader) != l.nonce:
 		writeJSON(w, http.StatusConflict, apiError{Error: "lease currently held by another client"})
@@ -103,11 +105,11 @@ func (h *handler) lease(w http.ResponseWriter, r *http.Request) {
 		// as Fly's does (flyctl refreshes and goes on with the nonce it
 		// had): a holder whose refresh answer was lost can still write
 		// and release.
-		l.until = time.Now().Add(time.Duration(ttl) * time.Second)
+		l.until = until
 	default:
 		b := make([]byte, 8)
 		_, _ = rand.Read(b)
-		l = heldLease{nonce: hex.EncodeToString(b), until: time.Now().Add(time.Duration(ttl) * time.Second)}
+		l = heldLease{nonce: hex.EncodeToString(b), until: until}
 	}
 	h.leases[key] = l
 	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "data": map[string]any{"nonce": l.nonce, "expires_at": l.until.Unix(), "owner": "mythex"}})
