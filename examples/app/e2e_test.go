@@ -1,11 +1,11 @@
 package main
 
 import (
-	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +20,9 @@ import (
 // These tests run the real binary, on real sockets, with real signals.
 
 func TestMain(m *testing.M) {
+	// The tests run the app and wait on its timers (start delays, crash
+	// times, drain periods), not on CPU: eight at once.
+	testbin.SetParallel(8)
 	code := m.Run()
 	testbin.Cleanup()
 	testkit.Exit(code)
@@ -88,13 +91,28 @@ func freeAddr(t *testing.T) string {
 	return a
 }
 
-func refused(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err == nil {
-		c.Close()
+// answersAs reports whether an HTTP server at addr answers as the app whose
+// host name is host (MYTHEX_APP_HOST_NAME, which the app sends back in
+// wire.HeaderHost). A mere connection does not say it is the app: a port
+// the test found free (freeAddr), or one the app let go, can be taken
+// meanwhile by any program on the machine (the suite runs many), and a dial
+// to a free loopback port in the ephemeral range can connect to itself
+// when the kernel picks that same port as the source (TCP simultaneous
+// open).
+func answersAs(addr, host string) bool {
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: time.Second}
+	resp, err := c.Get("http://" + addr + "/")
+	if err != nil {
 		return false
 	}
-	return errors.Is(err, syscall.ECONNREFUSED)
+	defer resp.Body.Close()
+	return resp.Header.Get(wire.HeaderHost) == host
+}
+
+// hostEnv names the app's host uniquely for t, for answersAs.
+func hostEnv(t *testing.T) (env []string, host string) {
+	host = "test-" + strconv.Itoa(os.Getpid()) + "-" + strings.NewReplacer("/", "-", " ", "-").Replace(t.Name())
+	return []string{"MYTHEX_APP_HOST_NAME=" + host}, host
 }
 
 func TestApp_ServesAndReports(t *testing.T) {
@@ -126,10 +144,11 @@ func TestApp_BootCrash_ExitsWithoutListening(t *testing.T) {
 	t.Parallel()
 	addr := freeAddr(t)
 	const after = 700 * time.Millisecond
-	p := launch(t, nil, "--listen", addr, "--crash-on-start", after.String())
+	env, host := hostEnv(t)
+	p := launch(t, env, "--listen", addr, "--crash-on-start", after.String())
 	for p.running() {
-		if !refused(addr) {
-			t.Fatalf("%s accepted a connection; a boot crash never listens", addr)
+		if answersAs(addr, host) {
+			t.Fatalf("%s answered as the app; a boot crash never listens", addr)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -151,10 +170,14 @@ func TestApp_CrashAfter_ExitsWithCodeAfterServing(t *testing.T) {
 		t.Run("code "+strconv.Itoa(code), func(t *testing.T) {
 			t.Parallel()
 			const after = 1500 * time.Millisecond
-			p := launch(t, nil, "--listen", "127.0.0.1:0", "--crash-after", after.String(), "--crash-exit-code", strconv.Itoa(code))
+			env, host := hostEnv(t)
+			p := launch(t, env, "--listen", "127.0.0.1:0", "--crash-after", after.String(), "--crash-exit-code", strconv.Itoa(code))
 			addr := p.Listening(t)
 			if a, err := get(addr, "/"); err != nil || a.status != 200 {
 				t.Fatalf("GET / before the crash = %+v %v", a, err)
+			}
+			if !answersAs(addr, host) {
+				t.Fatalf("%s does not answer as the app (%s) before the crash", addr, host)
 			}
 			took := p.wait(t)
 			if got := p.Cmd.ProcessState.ExitCode(); got != code {
@@ -163,8 +186,8 @@ func TestApp_CrashAfter_ExitsWithCodeAfterServing(t *testing.T) {
 			if took < after {
 				t.Errorf("exited after %s, before --crash-after %s", took, after)
 			}
-			if !refused(addr) {
-				t.Errorf("%s still accepts after the crash", addr)
+			if answersAs(addr, host) {
+				t.Errorf("%s still answers as the app after the crash", addr)
 			}
 		})
 	}
@@ -174,9 +197,10 @@ func TestApp_StartDelay_ListensLate(t *testing.T) {
 	t.Parallel()
 	addr := freeAddr(t)
 	const delay = time.Second
-	p := launch(t, nil, "--listen", addr, "--start-delay", delay.String())
-	if !refused(addr) {
-		t.Fatalf("%s accepts at once, despite --start-delay", addr)
+	env, host := hostEnv(t)
+	p := launch(t, env, "--listen", addr, "--start-delay", delay.String())
+	if answersAs(addr, host) {
+		t.Fatalf("%s answers as the app at once, despite --start-delay", addr)
 	}
 	if got := p.Listening(t); got != addr {
 		t.Fatalf("listening on %s, want %s", got, addr)
@@ -186,6 +210,9 @@ func TestApp_StartDelay_ListensLate(t *testing.T) {
 	}
 	if a, err := get(addr, "/"); err != nil || a.status != 200 {
 		t.Errorf("GET / after the start delay = %+v %v", a, err)
+	}
+	if !answersAs(addr, host) {
+		t.Errorf("%s does not answer as the app (%s) once listening", addr, host)
 	}
 }
 

@@ -33,6 +33,7 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	browser.close()
 	testbin.Cleanup()
 	if sharedDir != "" {
 		_ = os.RemoveAll(sharedDir)
@@ -133,18 +134,52 @@ type browserPage struct {
 	failed   []string
 }
 
-func openInChromium(t *testing.T, path string) *browserPage {
+// sharedBrowser is the one headless Chromium of this test process: each
+// browser test opens its own tab in it (chromedp.NewContext of the browser's
+// context), so the tests run in parallel without starting a browser each.
+type sharedBrowser struct {
+	once   sync.Once
+	ctx    context.Context // the browser's first tab; its cancel closes the browser
+	cancel func()
+	err    error
+}
+
+var browser sharedBrowser
+
+// tab opens a new tab in the shared browser, starting it on first use; the
+// tab closes when t ends. A Chromium that does not start skips t.
+func (b *sharedBrowser) tab(t *testing.T) context.Context {
 	t.Helper()
 	exe := chromiumPath(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1200, 900))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelA)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(cancel)
-	if err := chromedp.Do(ctx); err != nil { // start the browser with no deadline on it
-		t.Skipf("Chromium %s does not start here: %v", exe, err)
+	b.once.Do(func() {
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1200, 900))
+		actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancel := chromedp.NewContext(actx)
+		b.ctx, b.cancel = ctx, func() { cancel(); cancelA() }
+		b.err = chromedp.Do(ctx) // start the browser with no deadline on it
+	})
+	if b.err != nil {
+		t.Skipf("Chromium %s does not start here: %v", exe, b.err)
 	}
+	ctx, cancel := chromedp.NewContext(b.ctx)
+	t.Cleanup(cancel)
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("open a tab: %v", err)
+	}
+	return ctx
+}
+
+// close closes the shared browser if it was started.
+func (b *sharedBrowser) close() {
+	if b.cancel != nil {
+		b.cancel()
+	}
+}
+
+func openInChromium(t *testing.T, path string) *browserPage {
+	t.Helper()
+	ctx := browser.tab(t)
 	p := &browserPage{ctx: ctx}
 	if err := chromedp.Listen(ctx, p.event); err != nil {
 		t.Fatal(err)
@@ -260,6 +295,7 @@ func number(t *testing.T, s string) int64 {
 // drawn with one row per host and one bar per second, the headline counts
 // those of demo --json, and a hovered second showing its numbers.
 func TestReport_InChromium(t *testing.T) {
+	t.Parallel()
 	d := realDemo(t)
 	p := openInChromium(t, d.path)
 	art := artifactDir(t)
@@ -361,6 +397,7 @@ func TestReport_InChromium(t *testing.T) {
 // (Chromium's network log sees one request, for the file), and stays under
 // MaxBytes — the real run's and a 10-minute deploy of 20 hosts.
 func TestReport_NoNetworkAndSmall(t *testing.T) {
+	t.Parallel()
 	d := realDemo(t)
 	p := openInChromium(t, d.path)
 	_ = run(t, p, chromedp.Evaluate[int](`document.querySelectorAll("svg").length`))
@@ -397,6 +434,7 @@ func TestReport_NoNetworkAndSmall(t *testing.T) {
 // wait is drawn on both hosts of its batch, hovering the failed phase says
 // so, and the console stays clean. Its screenshot is a test artifact.
 func TestReport_FailedInChromium(t *testing.T) {
+	t.Parallel()
 	rec := synthetic(3, 60, 200, 1)
 	d := &rec.Deploys[0]
 	// The first batch (web-1 and web-2) waited 1.9s for capacity before it

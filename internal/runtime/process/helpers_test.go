@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 			testkit.Exit(checkMain())
 		}
 	}
+	// The tests run real processes and wait on their timers (start
+	// delays, grace periods, health checks), not on CPU: eight at once.
+	testbin.SetParallel(8)
 	code := m.Run()
 	testbin.Cleanup()
 	testkit.Exit(code)
