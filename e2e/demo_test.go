@@ -73,10 +73,9 @@ func startFleet(t *testing.T, hosts int) *demo.Fleet {
 	return launchFleet(ctx, t, demo.FleetOptions{Config: cfg, Hosts: hosts, Dir: fleetDir(t)})
 }
 
-// launchFleet starts the fleet o describes, with the tests' binaries (Exe
-// and AppExe), closed when the test ends, and rolls out v1; a failure shows
-// the tail of the failed host's agent log.
-func launchFleet(ctx context.Context, t *testing.T, o demo.FleetOptions) *demo.Fleet {
+// openFleet starts the fleet o describes, with the tests' binaries (Exe and
+// AppExe), closed when the test ends; nothing is deployed on it yet.
+func openFleet(ctx context.Context, t *testing.T, o demo.FleetOptions) *demo.Fleet {
 	t.Helper()
 	o.Exe, o.AppExe = mythexBin(t), appBin(t)
 	f, err := demo.StartFleet(ctx, o)
@@ -88,6 +87,14 @@ func launchFleet(ctx context.Context, t *testing.T, o demo.FleetOptions) *demo.F
 			t.Errorf("close fleet: %v", err)
 		}
 	})
+	return f
+}
+
+// launchFleet starts the fleet o describes (openFleet) and rolls out v1; a
+// failure shows the tail of the failed host's agent log.
+func launchFleet(ctx context.Context, t *testing.T, o demo.FleetOptions) *demo.Fleet {
+	t.Helper()
+	f := openFleet(ctx, t, o)
 	if _, err := f.FirstRollout(ctx, "v1"); err != nil {
 		host := "web-1"
 		if se := (*deploy.StepError)(nil); errors.As(err, &se) {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -103,5 +104,22 @@ func TestAgentCmd_LogFormat(t *testing.T) {
 	code, _, errOut := runCLI(t, "agent", "--state-dir", t.TempDir(), "--log-format", "xml")
 	if code != 2 || !strings.Contains(errOut, "--log-format must be text or json") {
 		t.Errorf("agent --log-format xml: exit %d %q; want 2", code, errOut)
+	}
+}
+
+// waitListening waits until something accepts TCP connections at addr.
+func waitListening(t *testing.T, addr string) {
+	t.Helper()
+	end := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("nothing listens at %s: %v", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -116,18 +115,11 @@ func runMythexTo(t *testing.T, env []string, stdout, stderr io.Writer, args ...s
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	err = cmd.Run()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
+	code, err := testbin.Run(bin, env, stdout, stderr, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return 0
+	return code
 }
 
 func TestCheckLive_DriftAndApply(t *testing.T) {

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -28,9 +28,10 @@ import (
 	"github.com/mythex/mythex/internal/wire"
 )
 
-// These tests run the real mythex binary as the load balancer, two host
+// TestDockerDeploy runs the real mythex binary as the load balancer, two host
 // agents on the Docker runtime and the deploy, against the machine's Docker
-// engine, at scaled-down timings. They skip when no engine is reachable.
+// engine, at scaled-down timings, as a user would from a shell. It skips when
+// no engine is reachable.
 
 // e2eCompose is the definition the Docker e2e tests deploy: the gateway of
 // examples/docker/compose.yaml, alone, so a deploy takes seconds.
@@ -93,10 +94,7 @@ func newDockerFleet(t *testing.T) *dockerFleet {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cli.Close() })
-	bin, err := testbin.Build(testbin.Mythex)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := mythexBin(t)
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	f := &dockerFleet{t: t, bin: bin, dir: t.TempDir(), run: hex.EncodeToString(b), cli: cli}
@@ -108,13 +106,14 @@ func newDockerFleet(t *testing.T) *dockerFleet {
 	}); err != nil {
 		t.Fatalf("build image: %v", err)
 	}
+	ports := freePorts(t, 6)
 	for i := 1; i <= 2; i++ {
 		f.hosts = append(f.hosts, fmt.Sprintf("e2e-%s-%d", f.run, i))
-		f.targets = append(f.targets, freeAddr(t))
-		f.agents = append(f.agents, freeAddr(t))
+		f.targets = append(f.targets, addr(ports[2*i-2]))
+		f.agents = append(f.agents, addr(ports[2*i-1]))
 	}
-	f.lbAddr, f.admin = freeAddr(t), freeAddr(t)
-	f.env = append(os.Environ(), agentTokenEnv+"=agent-token-"+f.run, lbTokenEnv+"=lb-token-"+f.run)
+	f.lbAddr, f.admin = addr(ports[4]), addr(ports[5])
+	f.env = append(os.Environ(), "MYTHEX_AGENT_TOKEN=agent-token-"+f.run, "MYTHEX_LB_TOKEN=lb-token-"+f.run)
 	if err := os.WriteFile(filepath.Join(f.dir, "compose.yaml"), []byte(e2eCompose), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -191,18 +190,12 @@ func (f *dockerFleet) start(name string, args ...string) {
 // output.
 func (f *dockerFleet) deploy(version string) (int, string) {
 	f.t.Helper()
-	cmd := exec.Command(f.bin, "deploy", "-f", f.fleetFile(), "--version", version)
-	cmd.Env = f.env
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, string(out)
-	case errors.As(err, &ee):
-		return ee.ExitCode(), string(out)
+	var out testkit.SyncBuffer
+	code, err := testbin.Run(f.bin, f.env, &out, &out, "deploy", "-f", f.fleetFile(), "--version", version)
+	if err != nil {
+		f.t.Fatalf("deploy %s: %v", version, err)
 	}
-	f.t.Fatalf("deploy %s: %v", version, err)
-	return 0, ""
+	return code, out.String()
 }
 
 // gateway returns the containers of host's gateway, by ID, with their Docker
@@ -249,28 +242,23 @@ func (f *dockerFleet) removeAll(runLabel string) {
 	}
 }
 
-// waitListening waits until something accepts TCP connections at addr.
-func waitListening(t *testing.T, addr string) {
+// waitListening waits until something accepts TCP connections at address.
+func waitListening(t *testing.T, address string) {
 	t.Helper()
-	end := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
+	waitFor(t, 30*time.Second, "a listener at "+address, func() bool {
+		c, err := net.DialTimeout("tcp", address, time.Second)
 		if err == nil {
 			c.Close()
-			return
 		}
-		if time.Now().After(end) {
-			t.Fatalf("nothing listens at %s: %v", addr, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil
+	})
 }
 
-// load sends GET / through the load balancer at a constant rate (open loop:
+// httpLoad sends GET / through the load balancer at a constant rate (open loop:
 // one request per tick, whatever the others do) and classifies each answer
 // as the write-up does: what users feel is a request that reached nothing —
 // no connection, or a response the load balancer made itself (X-Mythex-Lb).
-type load struct {
+type httpLoad struct {
 	mu       sync.Mutex
 	total    int
 	nothing  []string // what each request that reached nothing got
@@ -281,8 +269,8 @@ type load struct {
 	wg       sync.WaitGroup
 }
 
-func startLoad(url string, every time.Duration) *load {
-	l := &load{versions: map[string]int{}, stop: make(chan struct{})}
+func startHTTPLoad(url string, every time.Duration) *httpLoad {
+	l := &httpLoad{versions: map[string]int{}, stop: make(chan struct{})}
 	c := &http.Client{Timeout: 10 * time.Second}
 	l.wg.Go(func() {
 		tick := time.NewTicker(every)
@@ -299,7 +287,7 @@ func startLoad(url string, every time.Duration) *load {
 	return l
 }
 
-func (l *load) one(c *http.Client, url string) {
+func (l *httpLoad) one(c *http.Client, url string) {
 	resp, err := c.Get(url)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -323,7 +311,7 @@ func (l *load) one(c *http.Client, url string) {
 }
 
 // end stops the load and waits for every request in flight.
-func (l *load) end() {
+func (l *httpLoad) end() {
 	close(l.stop)
 	l.wg.Wait()
 }
@@ -335,7 +323,7 @@ func (l *load) end() {
 // again, not recreated — the rollout stops, and still nothing is dropped.
 func TestDockerDeploy(t *testing.T) {
 	t.Parallel()              // its own processes, ports, containers and images (by run ID)
-	testbin.FleetSlotFirst(t) // ahead of e2e's: while it waits, cmd/mythex holds one of go test's two slots idle
+	testbin.FleetSlotFirst(t) // among the longest fleets
 	f := newDockerFleet(t)
 	if code, out := f.deploy("v1"); code != 0 {
 		t.Fatalf("deploy v1: exit %d\n%s", code, out)
@@ -346,7 +334,7 @@ func TestDockerDeploy(t *testing.T) {
 	}
 	v2 := map[string]string{}
 	ok := t.Run("rolling deploy under load drops nothing", func(t *testing.T) {
-		l := startLoad("http://"+f.lbAddr+"/", 20*time.Millisecond)
+		l := startHTTPLoad("http://"+f.lbAddr+"/", 20*time.Millisecond)
 		code, out := f.deploy("v2")
 		time.Sleep(500 * time.Millisecond) // load after the deploy, too
 		l.end()
@@ -378,13 +366,13 @@ func TestDockerDeploy(t *testing.T) {
 		// v3 crashes 300ms after every boot: the first host fails its
 		// start, is rolled back, and the rollout stops there.
 		f.writeFleet(`, CRASH_ON_START: 300ms`)
-		l := startLoad("http://"+f.lbAddr+"/", 20*time.Millisecond)
+		l := startHTTPLoad("http://"+f.lbAddr+"/", 20*time.Millisecond)
 		code, out := f.deploy("v3")
 		time.Sleep(500 * time.Millisecond)
 		l.end()
 		t.Logf("failed deploy v3 under load: %d requests, %d reached nothing, versions %v\n%s", l.total, len(l.nothing), l.versions, out)
-		if code != exitFailed {
-			t.Fatalf("deploy v3: exit %d, want %d (a host failed and was rolled back)\n%s", code, exitFailed, out)
+		if code != 1 {
+			t.Fatalf("deploy v3: exit %d, want 1 (a host failed and was rolled back)\n%s", code, out)
 		}
 		if !strings.Contains(out, "rolled back") {
 			t.Errorf("deploy output does not report the rollback:\n%s", out)
