@@ -50,8 +50,8 @@ func openSuiteFleet(ctx context.Context, t *testing.T, hosts int) *demo.Fleet {
 // back to v1 through the rolling deploy, records v1 as last good, and is in
 // every host's history as a rollback.
 func TestRollbackCmd(t *testing.T) {
-	t.Parallel() // its own fleet; the commands run as processes of their own
-	testbin.FleetSlot(t)
+	t.Parallel()              // its own fleet; the commands run as processes of their own
+	testbin.FleetSlotFirst(t) // 20 s or more: among the longest fleets
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	f := openSuiteFleet(ctx, t, 2)

@@ -40,7 +40,7 @@ func TestDemo_ALBDriverDeployUnderLoadDropsNothing(t *testing.T) {
 
 func TestFleet_ALBThrottledDeployIsSlowerButSucceeds(t *testing.T) {
 	t.Parallel()
-	testbin.FleetSlot(t)
+	testbin.FleetSlotFirst(t) // 20 s or more: among the longest fleets
 	// 2 ELBv2 calls a second, for every caller.
 	f := startALBFleet(t, 2)
 	stop := underLoad(t, f, 100)

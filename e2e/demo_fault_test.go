@@ -111,7 +111,7 @@ func TestDemo_Faults(t *testing.T) {
 func TestDemo_FaultsBehindHAProxy(t *testing.T) {
 	needHAProxy(t)
 	t.Parallel()
-	testbin.FleetSlot(t)
+	testbin.FleetSlotFirst(t) // 20 s or more: among the longest fleets
 	bin := mythexBin(t)
 	cfg, err := demo.ProfileConfig(demo.ProfileAfter, testScale)
 	if err != nil {

@@ -32,8 +32,8 @@ import (
 // subtest leaves the fleet whole for the next; one that cannot fails saying
 // so.
 func TestFleet_SharedByCommandTests(t *testing.T) {
-	t.Parallel() // its own fleet: processes, ports and directories
-	testbin.FleetSlot(t)
+	t.Parallel()              // its own fleet: processes, ports and directories
+	testbin.FleetSlotFirst(t) // 20 s or more: among the longest fleets
 	f := startFleet(t, 2)
 	steps := []struct {
 		name string

@@ -220,7 +220,7 @@ func TestDemo_DeployUnderLoadDropsNothing(t *testing.T) {
 
 func TestDemo_BeforeProfileDropsRequests(t *testing.T) {
 	t.Parallel()
-	testbin.FleetSlot(t)
+	testbin.FleetSlotFirst(t) // 20 s or more: among the longest fleets
 	bin := mythexBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -90,7 +90,7 @@ func TestSSHFleet_RollingDeployOverSSH(t *testing.T) {
 	if _, err := os.Stat("/usr/sbin/sshd"); err != nil {
 		t.Skip("needs /usr/sbin/sshd (Debian's openssh-server)")
 	}
-	testbin.FleetSlot(t)
+	testbin.FleetSlotFirst(t) // 20 s or more: among the longest fleets
 	bin, err := testbin.Build(testbin.Mythex)
 	if err != nil {
 		t.Fatal(err)

@@ -385,10 +385,10 @@ func TestAgent_ExpiredLeaseReturnsHostToLastGood(t *testing.T) {
 	v1 := h.deployGood(t, ctx, "v1")
 
 	// A deploy that dies mid-drain: it published v2 and flipped the gateway,
-	// then never renewed its lease.
-	// 3s: its publish and drain must fit in it on a loaded machine (each
-	// step is written to disk before it runs).
-	l, err := h.client.AcquireLease(ctx, false, "dying deploy", 3*time.Second)
+	// renewed its lease for a last 2 s and never again. (Its steps run
+	// under a minute's lease: a short one could run out between them on a
+	// loaded machine, and the test would fail on the machine's speed.)
+	l, err := h.client.AcquireLease(ctx, false, "dying deploy", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,6 +396,9 @@ func TestAgent_ExpiredLeaseReturnsHostToLastGood(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := h.client.Drain(ctx, l.ID, []string{"gateway"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.client.RenewLease(ctx, false, l.ID, 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)

@@ -113,8 +113,12 @@ func TestAgent_LeaseSurvivesAgentRestartMidStop(t *testing.T) {
 	ctx := ctxT(t)
 	v1 := h.deployGood(t, ctx, "v1")
 
+	// The lease is taken for a minute, so that no loaded machine can make
+	// the restart outlast it (a 2 s lease once ran out during the restart,
+	// and the check below saw no lease: one side of a race); once it is seen
+	// resumed, a renewal shortens it to watch it run out.
 	const ttl = 2 * time.Second
-	l, err := h.client.AcquireLease(ctx, false, "deploy v2 by test", ttl)
+	l, err := h.client.AcquireLease(ctx, false, "deploy v2 by test", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +150,8 @@ func TestAgent_LeaseSurvivesAgentRestartMidStop(t *testing.T) {
 	if _, err := h.client.RenewLease(ctx, false, l.ID, ttl); err != nil {
 		t.Fatalf("renew the resumed lease: %v", err)
 	}
-	// It does not: the lease runs out, and the host is recovered.
+	// It does not renew it again: the lease runs out, and the host is
+	// recovered.
 	st = h.waitStatus(t, ctx, "recovery after the resumed lease expired", func(st agentapi.Status) bool {
 		return st.Lease == nil && st.Recovery != nil && st.Recovery.State != agentapi.RecoveryRunning && st.LockHolder == ""
 	})

@@ -105,7 +105,9 @@ func TestAgent_ShutdownLeavesNothingRunning(t *testing.T) {
 
 	// A deploy that dies after its drain: its lease runs out and the agent
 	// recovers the host to v1, whose starts the runtime holds.
-	l, err := h.client.AcquireLease(ctx, false, "dying deploy", 3*time.Second)
+	// (Its steps run under a minute's lease, then a last 2 s: a short lease
+	// could run out between steps on a loaded machine.)
+	l, err := h.client.AcquireLease(ctx, false, "dying deploy", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +116,9 @@ func TestAgent_ShutdownLeavesNothingRunning(t *testing.T) {
 	}
 	rt.armed.Store(true)
 	if err := h.client.Drain(ctx, l.ID, []string{"gateway"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.client.RenewLease(ctx, false, l.ID, 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -66,12 +66,13 @@ func FleetSlot(t testing.TB) {
 
 // FleetSlotFirst is FleetSlot for the tests that should not wait behind the
 // others: while one of them waits, the FleetSlot callers of every test
-// process of the checkout wait behind it. Two kinds: the longest fleets (40 s
+// process of the checkout wait behind it. Two kinds: the longest fleets (20 s
 // and more), because a package ends with its last fleet, and one that starts
-// last stretches it by its own length while the CPUs idle beside it; and the
-// few fleets of a package whose other tests are short (cmd/mythex), because
-// go test runs two packages' binaries at a time, and one that waits for a
-// slot holds one of those two idle.
+// last stretches it by its own length while the CPUs idle beside it (longest
+// first packs the slots: in a full run the last long fleet started with four
+// short ones done beside it); and the few fleets of a package whose other
+// tests are short, because go test runs two packages' binaries at a time,
+// and one that waits for a slot holds one of those two idle.
 func FleetSlotFirst(t testing.TB) {
 	t.Helper()
 	fleetSlot(t, true)
