@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -23,6 +22,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/mythex/mythex/internal/runtime/docker"
+	"github.com/mythex/mythex/internal/runtime/docker/dockertest"
 	"github.com/mythex/mythex/internal/testbin"
 	"github.com/mythex/mythex/internal/testkit"
 	"github.com/mythex/mythex/internal/wire"
@@ -86,14 +86,7 @@ func newDockerFleet(t *testing.T) *dockerFleet {
 		t.Skip("end-to-end: real containers")
 	}
 	ctx := context.Background()
-	cli, err := docker.Connect(ctx, "")
-	if errors.Is(err, docker.ErrNoEngine) {
-		t.Skipf("docker: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
+	cli := dockertest.Engine(t)
 	bin := mythexBin(t)
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)

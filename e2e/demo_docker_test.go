@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/demo"
-	"github.com/mythex/mythex/internal/runtime/docker"
+	"github.com/mythex/mythex/internal/runtime/docker/dockertest"
 	"github.com/mythex/mythex/internal/testbin"
 )
 
@@ -24,11 +24,7 @@ func TestDemo_DockerRuntimeDropsNothing(t *testing.T) {
 	bin := mythexBin(t)
 	testbin.Exclusive(t, testbin.DockerStartsLock) // not beside the deployer-kill cases
 	testbin.FleetSlotFirst(t)                      // after the Exclusive lock, never before; the longest fleet
-	if cli, err := docker.Connect(context.Background(), ""); err != nil {
-		t.Skipf("docker: %v", err)
-	} else {
-		cli.Close()
-	}
+	dockertest.Engine(t)                           // skips with no engine
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	sum, err := demo.Run(ctx, demo.Options{Profile: demo.ProfileAfter, TimeScale: testScale, Hosts: 2, Rate: 50, Deploys: 1, Exe: bin, Dir: fleetDir(t), Runtime: demo.RuntimeDocker, ProbeTimeout: testProbeTimeout})

@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 
 	"github.com/docker/docker/api/types/image"
 
-	"github.com/mythex/mythex/internal/runtime/docker"
+	"github.com/mythex/mythex/internal/runtime/docker/dockertest"
 	"github.com/mythex/mythex/internal/testbin"
 )
 
@@ -60,14 +59,7 @@ func TestImageBuildCmd_JSON(t *testing.T) {
 	}
 	t.Parallel() // its own tag and buffers; no global output
 	ctx := context.Background()
-	cli, err := docker.Connect(ctx, "")
-	if errors.Is(err, docker.ErrNoEngine) {
-		t.Skipf("docker: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
+	cli := dockertest.Engine(t)
 	tag := "mythex-cmdtest/app:" + strings.ReplaceAll(strings.ToLower(t.Name()), "/", "-")
 	t.Cleanup(func() {
 		_, _ = cli.ImageRemove(context.Background(), tag, image.RemoveOptions{Force: true, PruneChildren: true})
