@@ -8,11 +8,9 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,11 +25,6 @@ import (
 	"github.com/mythex/mythex/internal/testkit"
 	"github.com/mythex/mythex/internal/wire"
 )
-
-// TestDockerDeploy runs the real mythex binary as the load balancer, two host
-// agents on the Docker runtime and the deploy, against the machine's Docker
-// engine, at scaled-down timings, as a user would from a shell. It skips when
-// no engine is reachable.
 
 // e2eCompose is the definition the Docker e2e tests deploy: the gateway of
 // examples/docker/compose.yaml, alone, so a deploy takes seconds.
@@ -114,7 +107,7 @@ func newDockerFleet(t *testing.T) *dockerFleet {
 	f.start("lb", "lb", "-f", f.fleetFile())
 	waitListening(t, f.admin)
 	for i, h := range f.hosts {
-		f.start("agent "+h, "agent", "-f", f.fleetFile(), "--host", h, "--state-dir", filepath.Join(f.dir, "state", h), "--runtime", "docker", "--stop-services-on-exit")
+		f.start("agent-"+h, "agent", "-f", f.fleetFile(), "--host", h, "--state-dir", filepath.Join(f.dir, "state", h), "--runtime", "docker", "--stop-services-on-exit")
 		waitListening(t, f.agents[i])
 	}
 	return f
@@ -151,32 +144,11 @@ deploy:
 	}
 }
 
-// start runs the mythex binary with args until the test ends; its output is
-// shown if the test fails.
+// start runs the mythex binary with args until the test ends (startProcess:
+// its log in the fleet's directory, its tail shown if the test fails).
 func (f *dockerFleet) start(name string, args ...string) {
-	t := f.t
-	t.Helper()
-	cmd := exec.Command(f.bin, args...)
-	cmd.Env = f.env
-	out := &testkit.SyncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(60 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("--- %s output:\n%s", name, out.String())
-		}
-	})
+	f.t.Helper()
+	startProcess(f.t, f.dir, name, f.env, f.bin, args...)
 }
 
 // deploy runs `mythex deploy` for version and returns its exit code and
@@ -309,11 +281,14 @@ func (l *httpLoad) end() {
 	l.wg.Wait()
 }
 
-// TestDockerDeploy deploys onto two hosts whose services are containers:
-// v1, then v2 under constant load through the load balancer (zero requests
-// may reach nothing; the v1 containers are kept, stopped), then v3, which
-// crashes on boot: the first host is rolled back — v2's own container started
-// again, not recreated — the rollout stops, and still nothing is dropped.
+// TestDockerDeploy runs the real mythex binary as the load balancer, two
+// host agents on the Docker runtime and the deploy, against the machine's
+// Docker engine, at scaled-down timings, as a user would from a shell (it
+// skips when no engine is reachable). It deploys v1, then v2 under constant
+// load through the load balancer (zero requests may reach nothing; the v1
+// containers are kept, stopped), then v3, which crashes on boot: the first
+// host is rolled back — v2's own container started again, not recreated —
+// the rollout stops, and still nothing is dropped.
 func TestDockerDeploy(t *testing.T) {
 	t.Parallel()              // its own processes, ports, containers and images (by run ID)
 	testbin.FleetSlotFirst(t) // among the longest fleets
