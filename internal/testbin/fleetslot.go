@@ -21,14 +21,18 @@ import (
 const FleetSlotsEnv = "MYTHEX_TEST_FLEETS"
 
 // DefaultFleetSlots is the most end-to-end fleets that run at once across
-// every test process of a checkout: two per CPU (4 on two cores). Past the
+// every test process of a checkout: three per CPU (6 on two cores). Past the
 // first one per CPU, a fleet starts only while the machine has CPU to spare
-// (see FleetSlot). A fleet with its load uses about 0.4 of a CPU over its
-// life (an LB and prober in the test process, built with -race, its agents
-// and services), more while it deploys: with two cores, three per CPU and
-// two more let seven fleets of two test processes run at once in a cold
-// run, beside go test's links, and a fleet's 400 ms health checks timed out.
-func DefaultFleetSlots() int { return 2 * runtime.NumCPU() }
+// (see FleetSlot), so the count only caps what the admission lets in. A
+// fleet with its load (an LB and prober in the test process, built with
+// -race, its agents and services) used 0.12 of a CPU over its life in a full
+// run on two cores (process accounting: 66 CPU-s over 539 fleet-seconds),
+// more while it starts and deploys; but its timings are waits — health
+// checks, drains, look-twice windows — so four fleets at once left the CPUs
+// 15–60 % idle for the two minutes the fleets ran. Without the admission,
+// seven fleets of two test processes started at once in a cold run, beside
+// go test's compiles, and a fleet's 400 ms health checks timed out.
+func DefaultFleetSlots() int { return 3 * runtime.NumCPU() }
 
 // fleetSlotPoll is how often FleetSlot looks whether a slot is free.
 const fleetSlotPoll = 50 * time.Millisecond
