@@ -116,9 +116,15 @@ func buildOnce(ctx context.Context, cli client.APIClient, opts ImageOptions) err
 }
 
 // isVanishedImage reports whether a build failed because an image it used
-// (a cached intermediate) was removed meanwhile.
+// (a cached intermediate) was removed meanwhile. The engine says so in two
+// ways, depending on when the removal lands: "No such image: sha256:…", or,
+// when the image's config went between the cache lookup and the read,
+// "failed to get digest sha256:…: open …/imagedb/content/sha256/…: no such
+// file or directory" (Docker's image store).
 func isVanishedImage(err error) bool {
-	return cerrdefs.IsNotFound(err) || strings.Contains(err.Error(), "No such image")
+	msg := err.Error()
+	return cerrdefs.IsNotFound(err) || strings.Contains(msg, "No such image") ||
+		(strings.Contains(msg, "failed to get digest") && strings.Contains(msg, "no such file or directory"))
 }
 
 // SampleAppDockerfile is the Dockerfile BuildImage builds (see there).

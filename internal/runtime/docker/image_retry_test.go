@@ -34,7 +34,9 @@ func (e *buildEngine) ImageInspect(context.Context, string, ...client.ImageInspe
 
 // TestBuildImage_RetriesAVanishedIntermediate: a cached intermediate image
 // removed mid-build (another test's cleanup pruned it, seen in a full run)
-// failed the build with "No such image"; one more build makes it again.
+// failed the build with "No such image", or, when its config went between
+// the cache lookup and the read (seen in a full run), "failed to get
+// digest"; one more build makes it again.
 // Other build errors are not retried.
 func TestBuildImage_RetriesAVanishedIntermediate(t *testing.T) {
 	t.Parallel() // a fake engine
@@ -44,6 +46,8 @@ func TestBuildImage_RetriesAVanishedIntermediate(t *testing.T) {
 	}
 	const (
 		vanished = `{"errorDetail":{"message":"No such image: sha256:92ede34cd829"},"error":"No such image: sha256:92ede34cd829"}` + "\n"
+		noDigest = `{"errorDetail":{"message":"failed to get digest sha256:b8cf270c75e7: open /var/lib/docker/image/overlay2/imagedb/content/sha256/b8cf270c75e7: no such file or directory"},"error":"failed to get digest sha256:b8cf270c75e7: open /var/lib/docker/image/overlay2/imagedb/content/sha256/b8cf270c75e7: no such file or directory"}` + "\n"
+		noFile   = `{"errorDetail":{"message":"COPY failed: open /src/mythex: no such file or directory"},"error":"COPY failed: open /src/mythex: no such file or directory"}` + "\n"
 		broken   = `{"errorDetail":{"message":"COPY failed: no space left on device"},"error":"COPY failed: no space left on device"}` + "\n"
 		built    = `{"stream":"Successfully built 92ede34cd829\n"}` + "\n"
 	)
@@ -55,7 +59,9 @@ func TestBuildImage_RetriesAVanishedIntermediate(t *testing.T) {
 	}{
 		{"built at once", []string{built}, "", 1},
 		{"an intermediate vanished, built again", []string{vanished, built}, "", 2},
+		{"an intermediate's config vanished, built again", []string{noDigest, built}, "", 2},
 		{"vanished twice: the error", []string{vanished, vanished}, "No such image", 2},
+		{"a missing file of the build is not retried", []string{noFile, built}, "no such file", 1},
 		{"another error is not retried", []string{broken, built}, "no space left", 1},
 	}
 	for _, tt := range tests {
