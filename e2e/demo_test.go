@@ -207,9 +207,14 @@ func TestDemo_DeployUnderLoadDropsNothing(t *testing.T) {
 	if len(sum.AgentRSSMB) != 3 {
 		t.Errorf("agent RSS = %v, want one per host", sum.AgentRSSMB)
 	}
+	// The release binary's agents, the watchdog on, after a deploy under
+	// load. A guard against leaks, not a target: one mythex binary carries
+	// every command (the Kubernetes API types of `check` among them), and
+	// their code pages count in the agent's resident memory (about 33 MiB
+	// at start, 36 here, on a 2-core machine in December 2026).
 	for h, mb := range sum.AgentRSSMB {
-		if mb <= 1 || mb > 200 {
-			t.Errorf("%s agent RSS %.1f MB is not plausible", h, mb)
+		if mb <= 1 || mb > 64 {
+			t.Errorf("%s agent RSS %.1f MiB, want ≤ 64 MiB", h, mb)
 		}
 	}
 	// The demo ends with mythex status of its fleet: every host on v2.

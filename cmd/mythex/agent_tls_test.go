@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,9 +37,8 @@ func TestAgentCmd_TLS(t *testing.T) {
 	}
 	const tok = "0123456789abcdef0123"
 	addr := closedAddr(t)
-	cmd := exec.Command(staticBinary(t), "agent", "--state-dir", filepath.Join(dir, "state"), "--listen", addr, "--no-watchdog",
+	cmd := mythexCommand(append(os.Environ(), agentTokenEnv+"="+tok), "agent", "--state-dir", filepath.Join(dir, "state"), "--listen", addr, "--no-watchdog",
 		"--tls-cert", filepath.Join(dir, "web-1.crt"), "--tls-key", filepath.Join(dir, "web-1.key"), "--client-ca", filepath.Join(dir, "ca.crt"))
-	cmd.Env = append(os.Environ(), agentTokenEnv+"="+tok)
 	var logs strings.Builder
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {

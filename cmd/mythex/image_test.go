@@ -65,7 +65,7 @@ func TestImageBuildCmd_JSON(t *testing.T) {
 		_, _ = cli.ImageRemove(context.Background(), tag, image.RemoveOptions{Force: true, PruneChildren: true})
 	})
 	var out, errOut bytes.Buffer
-	f := imageBuildFlags{tags: []string{tag}, binary: staticBinary(t), asJSON: true}
+	f := imageBuildFlags{tags: []string{tag}, binary: staticApp(t), asJSON: true}
 	if err := runImageBuild(ctx, f, &out, &errOut); err != nil {
 		t.Fatalf("image build: %v\n%s", err, errOut.String())
 	}
@@ -82,18 +82,6 @@ func TestImageBuildCmd_JSON(t *testing.T) {
 	}
 }
 
-// staticApp returns the sample app built statically (testbin.Build).
-func staticApp(t *testing.T) string { return mustBuild(t, testbin.App) }
-
-// staticBinary returns the CGO_ENABLED=0 mythex binary.
-func staticBinary(t *testing.T) string { return mustBuild(t, testbin.Mythex) }
-
-// mustBuild is testbin.Build of pkg, failing t when the build fails.
-func mustBuild(t *testing.T, pkg string) string {
-	t.Helper()
-	bin, err := testbin.Build(pkg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
-}
+// staticApp returns the sample app built statically (testbin.Build): the
+// binary these tests put in an image; they build images, they run none.
+func staticApp(t *testing.T) string { return buildBin(t, testbin.App) }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,7 +16,6 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/lb"
-	"github.com/mythex/mythex/internal/testbin"
 )
 
 var standKey = lb.KeyPair{AccessKeyID: "AKIAMYTHEXCMDTEST001", SecretAccessKey: "cmd/test/secret"}
@@ -107,19 +107,21 @@ func runMythexSplit(t *testing.T, env []string, args ...string) (code int, stdou
 	return code, out.String(), errOut.String()
 }
 
-// runMythexTo runs the mythex binary with env and args, its stdout and
-// stderr to the writers given, and returns its exit code.
+// runMythexTo runs the mythex CLI (mythexCommand) with env and args, its
+// stdout and stderr to the writers given, and returns its exit status: the
+// code it exited with, -1 when a signal ended it.
 func runMythexTo(t *testing.T, env []string, stdout, stderr io.Writer, args ...string) int {
 	t.Helper()
-	bin, err := testbin.Build(testbin.Mythex)
+	cmd := mythexCommand(env, args...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	err := cmd.Run()
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, err := testbin.Run(bin, env, stdout, stderr, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return code
+	return 0
 }
 
 func TestCheckLive_DriftAndApply(t *testing.T) {

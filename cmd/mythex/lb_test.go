@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,7 +20,6 @@ import (
 	"github.com/mythex/mythex/internal/lb"
 	"github.com/mythex/mythex/internal/lbapi"
 	"github.com/mythex/mythex/internal/lbport"
-	"github.com/mythex/mythex/internal/testbin"
 	"github.com/mythex/mythex/internal/testkit"
 	"github.com/mythex/mythex/internal/wire"
 )
@@ -192,18 +190,13 @@ func TestLBCmd_ServesRegistersAndStops(t *testing.T) {
 
 func TestLBCmd_SIGTERMStopsTheProcessCleanly(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds and runs the mythex binary")
-	}
-	bin, err := testbin.Build(testbin.Mythex)
-	if err != nil {
-		t.Fatal(err)
+		t.Skip("runs the mythex CLI as a process")
 	}
 	backend := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	t.Cleanup(backend.Close)
 	listen, admin := freeAddr(t), freeAddr(t)
 	cfg := lbConfig(t, strings.TrimPrefix(backend.URL, "http://"), listen, admin, "")
-	cmd := exec.Command(bin, "lb", "-f", cfg)
-	cmd.Env = append(os.Environ(), lbTokenEnv+"=s3cret-0123456789abcdef")
+	cmd := mythexCommand(append(os.Environ(), lbTokenEnv+"=s3cret-0123456789abcdef"), "lb", "-f", cfg)
 	stderr := &testkit.SyncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {

@@ -24,7 +24,6 @@ import (
 // TestMeasureHelperProcess is not a test: run as a child process (with
 // MYTHEX_MEASURE_HELPER=1) it plays the role named after "--":
 //
-//	mythex ARGS...        the mythex CLI: exits with run(ARGS)'s code
 //	exit CODE [SLEEP]     a command: prints a line to stdout and stderr, waits, exits CODE
 //	start                 a command: prints $MYTHEX_MEASURE_START as measure's deploy reads it
 func TestMeasureHelperProcess(t *testing.T) {
@@ -39,8 +38,6 @@ func TestMeasureHelperProcess(t *testing.T) {
 		}
 	}
 	switch args[0] {
-	case "mythex":
-		os.Exit(run(args[1:]))
 	case "exit":
 		code, _ := strconv.Atoi(args[1])
 		fmt.Println("helper stdout line")
@@ -72,8 +69,7 @@ type cliResult struct {
 // helper mode) and returns its exit code and output.
 func runMythex(t *testing.T, args ...string) cliResult {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestMeasureHelperProcess$", "--", "mythex"}, args...)...)
-	cmd.Env = append(os.Environ(), "MYTHEX_MEASURE_HELPER=1", "NO_COLOR=1")
+	cmd := mythexCommand(append(os.Environ(), "MYTHEX_MEASURE_HELPER=1", "NO_COLOR=1"), args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -91,9 +91,9 @@ func TestPublishCmd_MissingImageIsBadInput(t *testing.T) {
 
 // startPublish runs `mythex publish` as its own process (signals need one)
 // and waits until the release's machines are recorded.
-func startPublish(t *testing.T, bin, dir, version string, extra ...string) (*exec.Cmd, *bytes.Buffer) {
+func startPublish(t *testing.T, image, dir, version string, extra ...string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
-	cmd := exec.Command(bin, publishArgs(bin, dir, version, extra...)...)
+	cmd := mythexCommand(nil, publishArgs(image, dir, version, extra...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

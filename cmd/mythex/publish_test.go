@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -25,12 +24,12 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// The parallel tests here run real fleets, local platform machines,
-	// image builds on the engine and the AWS CLI, and wait on them. Four at
-	// once (besides the fleets, bounded across the whole suite by
-	// testbin.FleetSlot): sixteen started together, in the first minute of
-	// a cold run beside e2e's first fleets and go test's links, took the
-	// CPUs' pressure to 0.9, and those fleets' requests and deploys failed.
+	runAsMythex() // a child a test started as the mythex CLI (self_test.go)
+	// The parallel tests here run local platform machines, image builds
+	// on the engine and the AWS CLI, and wait on them. Four at once:
+	// sixteen started together, in the first minute of a cold run beside
+	// e2e's first fleets and go test's links, took the CPUs' pressure to
+	// 0.9, and those fleets' requests and deploys failed.
 	testbin.SetParallel(4)
 	code := m.Run()
 	testbin.Cleanup()
@@ -38,15 +37,17 @@ func TestMain(m *testing.M) {
 }
 
 // localPlatform starts `mythex publish local-platform` on a fresh state dir
-// and stops it (SIGTERM to the process it started) at the end.
-func localPlatform(t *testing.T) (bin, stateDir string) {
+// and stops it (SIGTERM to the process it started) at the end. image is
+// what the tests publish: the sample app's binary (the local platform's
+// images are executables).
+func localPlatform(t *testing.T) (image, stateDir string) {
 	t.Helper()
-	bin, err := testbin.Build(testbin.Mythex)
+	image, err := testbin.Build(testbin.App)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stateDir = t.TempDir()
-	cmd := exec.Command(bin, "publish", "local-platform", "--state-dir", stateDir, "--restart-delay", "100ms", "--stop-timeout", "3s")
+	cmd := mythexCommand(nil, "publish", "local-platform", "--state-dir", stateDir, "--restart-delay", "100ms", "--stop-timeout", "3s")
 	logf, _ := os.Create(filepath.Join(stateDir, "daemon.log"))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
@@ -70,7 +71,7 @@ func localPlatform(t *testing.T) (bin, stateDir string) {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		if _, err := os.Stat(filepath.Join(stateDir, local.InfoFile)); err == nil {
-			return bin, stateDir
+			return image, stateDir
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the local platform did not start")
@@ -82,8 +83,10 @@ func localPlatform(t *testing.T) (bin, stateDir string) {
 // fast are scaled-down look delays for tests.
 var fast = []string{"--look-interval", "500ms", "--poll-interval", "200ms", "--stable-for", "2s", "--window", "30s", "--restore-timeout", "20s"}
 
-func publishArgs(bin, stateDir, version string, extra ...string) []string {
-	a := []string{"publish", "--app", "api", "--image", bin, "--arg", "sample-app", "--state-dir", stateDir,
+// publishArgs are the arguments of `mythex publish` of image (the sample
+// app) as version on the local platform of stateDir, then extra.
+func publishArgs(image, stateDir, version string, extra ...string) []string {
+	a := []string{"publish", "--app", "api", "--image", image, "--state-dir", stateDir,
 		"--restart-policy", "always", "--env", "MYTHEX_APP_VERSION=" + version,
 		"--env", "MYTHEX_APP_DRAIN_SERVE_PERIOD=100ms", "--env", "MYTHEX_APP_SHUTDOWN_TIMEOUT=1s", "--json"}
 	a = append(a, fast...)
