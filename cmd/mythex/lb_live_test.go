@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mythex/mythex/internal/lb"
+	"github.com/mythex/mythex/internal/testbin"
 )
 
 var standKey = lb.KeyPair{AccessKeyID: "AKIAMYTHEXCMDTEST001", SecretAccessKey: "cmd/test/secret"}
@@ -107,21 +107,16 @@ func runMythexSplit(t *testing.T, env []string, args ...string) (code int, stdou
 	return code, out.String(), errOut.String()
 }
 
-// runMythexTo runs the mythex CLI (mythexCommand) with env and args, its
-// stdout and stderr to the writers given, and returns its exit status: the
-// code it exited with, -1 when a signal ended it.
+// runMythexTo runs the mythex CLI as a process of its own (this test
+// binary, mythexEnv) with env and args, its stdout and stderr to the
+// writers given, and returns its exit status (testbin.Run).
 func runMythexTo(t *testing.T, env []string, stdout, stderr io.Writer, args ...string) int {
 	t.Helper()
-	cmd := mythexCommand(env, args...)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	err := cmd.Run()
-	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
+	code, err := testbin.Run(os.Args[0], mythexEnv(env), stdout, stderr, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return 0
+	return code
 }
 
 func TestCheckLive_DriftAndApply(t *testing.T) {

@@ -35,16 +35,21 @@ func runAsMythex() {
 }
 
 // mythexCommand returns a command that runs the mythex CLI with args as a
-// process of its own: this test binary (runAsMythex), with env (nil: this
-// process's environment) and asMythexEnv. GORACE gains atexit_sleep_ms=0:
-// a binary built with -race otherwise sleeps a second at exit, once per
-// command a test runs.
+// process of its own: this test binary, in the environment mythexEnv(env).
 func mythexCommand(env []string, args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = mythexEnv(env)
+	return cmd
+}
+
+// mythexEnv is env (nil: this process's environment) with asMythexEnv, for
+// this test binary to run as the mythex CLI (runAsMythex). GORACE gains
+// atexit_sleep_ms=0: a binary built with -race otherwise sleeps a second at
+// exit, once per command a test runs.
+func mythexEnv(env []string) []string {
 	if env == nil {
 		env = os.Environ()
 	}
 	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(append([]string(nil), env...), asMythexEnv+"=1", "GORACE="+gorace)
-	return cmd
+	return append(append([]string(nil), env...), asMythexEnv+"=1", "GORACE="+gorace)
 }
