@@ -17,7 +17,9 @@ import (
 // without -race, some 110 CPU-seconds on a cold build cache, and this
 // package's tests waited a minute for it while go test's other packages
 // queued behind them. The children run built with the tests' own flags, so
-// under `go test -race` a data race in the CLI fails the test that ran it.
+// under `go test -race` a data race in the CLI makes it report the race and
+// exit 66 (the race detector's exit code), which a test that checks the
+// command's exit status fails on.
 // What needs the release binary itself — its resident memory, a FROM
 // scratch image — is in e2e or builds it (testbin).
 const asMythexEnv = "MYTHEX_TEST_AS_MYTHEX"
