@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -105,10 +104,10 @@ func newDockerFleet(t *testing.T) *dockerFleet {
 	}
 	f.writeFleet("")
 	f.start("lb", "lb", "-f", f.fleetFile())
-	waitListening(t, f.admin)
+	testbin.WaitListening(t, f.admin, 30*time.Second)
 	for i, h := range f.hosts {
 		f.start("agent-"+h, "agent", "-f", f.fleetFile(), "--host", h, "--state-dir", filepath.Join(f.dir, "state", h), "--runtime", "docker", "--stop-services-on-exit")
-		waitListening(t, f.agents[i])
+		testbin.WaitListening(t, f.agents[i], 30*time.Second)
 	}
 	return f
 }
@@ -205,18 +204,6 @@ func (f *dockerFleet) removeAll(runLabel string) {
 	for _, i := range imgs {
 		_, _ = f.cli.ImageRemove(ctx, i.ID, image.RemoveOptions{Force: true, PruneChildren: true})
 	}
-}
-
-// waitListening waits until something accepts TCP connections at address.
-func waitListening(t *testing.T, address string) {
-	t.Helper()
-	waitFor(t, 30*time.Second, "a listener at "+address, func() bool {
-		c, err := net.DialTimeout("tcp", address, time.Second)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
 }
 
 // httpLoad sends GET / through the load balancer at a constant rate (open loop:

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/mythex/mythex/internal/agentconn"
 	"github.com/mythex/mythex/internal/fleet"
+	"github.com/mythex/mythex/internal/testbin"
 	"github.com/mythex/mythex/internal/transport"
 )
 
@@ -45,7 +45,7 @@ func TestAgentCmd_TLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	waitListening(t, addr)
+	testbin.WaitListening(t, addr, 30*time.Second)
 
 	cfg := &fleet.Loaded{Path: filepath.Join(dir, "mythex.yml")}
 	cfg.AgentTLS = &fleet.AgentTLS{CAFile: "ca.crt", CertFile: "deployer.crt", KeyFile: "deployer.key"}
@@ -102,22 +102,5 @@ func TestAgentCmd_LogFormat(t *testing.T) {
 	code, _, errOut := runCLI(t, "agent", "--state-dir", t.TempDir(), "--log-format", "xml")
 	if code != 2 || !strings.Contains(errOut, "--log-format must be text or json") {
 		t.Errorf("agent --log-format xml: exit %d %q; want 2", code, errOut)
-	}
-}
-
-// waitListening waits until something accepts TCP connections at addr.
-func waitListening(t *testing.T, addr string) {
-	t.Helper()
-	end := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return
-		}
-		if time.Now().After(end) {
-			t.Fatalf("nothing listens at %s: %v", addr, err)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -3,13 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -65,24 +63,13 @@ type cliResult struct {
 	stdout, stderr string
 }
 
-// runMythex runs the mythex CLI as a real process (the test binary in
-// helper mode) and returns its exit code and output.
+// runMythex runs the mythex CLI as a real process (runMythexSplit) with
+// the helper role on for the commands it runs, and returns its exit code
+// and output.
 func runMythex(t *testing.T, args ...string) cliResult {
 	t.Helper()
-	cmd := mythexCommand(append(os.Environ(), "MYTHEX_MEASURE_HELPER=1", "NO_COLOR=1"), args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	res := cliResult{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		res.code = ee.ExitCode()
-	default:
-		t.Fatalf("run mythex: %v", err)
-	}
-	return res
+	code, stdout, stderr := runMythexSplit(t, append(os.Environ(), "MYTHEX_MEASURE_HELPER=1", "NO_COLOR=1"), args...)
+	return cliResult{code: code, stdout: stdout, stderr: stderr}
 }
 
 // measureJSON is the part of mythex measure --json that tests read.
